@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Create (or reuse) the llama.cpp reference-oracle virtualenv used to produce
+# tests/golden/*.json: llama-cpp-python built from source, plus numpy.
+#
+#   scripts/oracle-env.sh
+#   ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py
+#
+# Environment overrides:
+#   KVLAB_ORACLE_VENV   venv path                (default: ~/.cache/kvlab/oracle-venv)
+#   PYTHON              interpreter for the venv (default: python3)
+#   KVLAB_ORACLE_CMAKE_ARGS  replaces the recorded CMAKE_ARGS below (the golden
+#                       files record whatever was used; keep the default unless
+#                       you know why)
+#
+# Idempotent: if `import llama_cpp` works in the venv and reports the pinned
+# version (and numpy imports), nothing is rebuilt. The build is CPU-only and
+# takes 15-30 minutes on 2 cores; it runs under `nice -n 10` with
+# CMAKE_BUILD_PARALLEL_LEVEL=2 (override by exporting it).
+set -euo pipefail
+
+LLAMA_CPP_PYTHON_VERSION="0.3.36"
+# Recorded build configuration of the oracle. GGML_NATIVE=ON: -march=native for
+# the ggml CPU backend (same numerics class as a kvlab -march=native build).
+DEFAULT_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+ORACLE_CMAKE_ARGS="${KVLAB_ORACLE_CMAKE_ARGS:-$DEFAULT_CMAKE_ARGS}"
+
+VENV="${KVLAB_ORACLE_VENV:-${HOME}/.cache/kvlab/oracle-venv}"
+PY="${PYTHON:-python3}"
+INFO_FILE="${VENV}/kvlab-oracle-build.env"
+
+log() { echo "oracle-env: $*" >&2; }
+die() { echo "oracle-env: error: $*" >&2; exit 1; }
+
+is_ready() {
+    [[ -x "${VENV}/bin/python" ]] || return 1
+    "${VENV}/bin/python" - "$LLAMA_CPP_PYTHON_VERSION" <<'EOF' >/dev/null 2>&1
+import sys
+import numpy  # noqa: F401
+import llama_cpp
+sys.exit(0 if llama_cpp.__version__ == sys.argv[1] else 1)
+EOF
+}
+
+if is_ready; then
+    echo "oracle-env: ${VENV} ready (llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION})"
+    if [[ ! -f "$INFO_FILE" ]]; then
+        log "warning: ${INFO_FILE} missing; build flags of this venv are unrecorded"
+    fi
+    exit 0
+fi
+
+# Serialise concurrent invocations: the build is long and two at once on a
+# 2-core box would thrash.
+mkdir -p -- "$(dirname -- "$VENV")"
+exec 9>"${VENV}.lock"
+if command -v flock >/dev/null 2>&1; then
+    flock 9
+    if is_ready; then
+        echo "oracle-env: ${VENV} ready (built by a concurrent run)"
+        exit 0
+    fi
+fi
+
+if [[ ! -x "${VENV}/bin/python" ]]; then
+    log "creating venv ${VENV}"
+    "$PY" -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+fi
+
+command -v cmake >/dev/null 2>&1 || log "note: no system cmake; pip will use the cmake wheel"
+command -v c++ >/dev/null 2>&1 || die "no C++ compiler found (Debian: apt-get install build-essential)"
+
+log "building llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION} from source (CMAKE_ARGS='${ORACLE_CMAKE_ARGS}')"
+log "this takes 15-30 minutes on 2 cores"
+rm -f -- "$INFO_FILE"
+CMAKE_ARGS="$ORACLE_CMAKE_ARGS" \
+CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+    nice -n 10 "${VENV}/bin/python" -m pip install --disable-pip-version-check \
+        --no-binary llama-cpp-python \
+        "llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION}" numpy \
+    || die "pip install of llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION} failed"
+
+is_ready || die "llama_cpp does not import (or reports the wrong version) after install"
+
+# Record how it was built; tests/golden/gen_golden.py copies this into the
+# fixtures' "produced_by".
+{
+    echo "LLAMA_CPP_PYTHON_VERSION=${LLAMA_CPP_PYTHON_VERSION}"
+    echo "CMAKE_ARGS=${ORACLE_CMAKE_ARGS}"
+    echo "CXX=$(c++ --version | head -n1)"
+    echo "BUILT_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} >"$INFO_FILE"
+echo "oracle-env: ${VENV} ready (llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION}, built)"

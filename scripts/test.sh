@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite: unit and integration tests in Release, then again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, then the GGUF fuzzer
+# for a bounded time.
+#   scripts/test.sh              # everything
+#   scripts/test.sh --quick      # the Release suite only
+set -euo pipefail
+ROOT="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)"
+cd "$ROOT"
+JOBS="$(nproc)"
+
+"$ROOT/scripts/setup.sh" --no-demo
+
+echo "== Release suite"
+ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 1200
+
+[[ "${1:-}" == "--quick" ]] && exit 0
+
+echo "== ASan + UBSan suite"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON -DKVLAB_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 2400
+
+if [[ -f tests/fuzz/CMakeLists.txt ]]; then
+  echo "== GGUF reader fuzzer (bounded)"
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_FUZZ=ON \
+    -DKVLAB_TESTS=OFF -DKVLAB_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf
+  "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_gguf 120
+fi
+echo "== all tests passed"

@@ -1,0 +1,70 @@
+// kvlab info: what a GGUF model is, what it weighs and what its KV cache costs.
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/error.h"
+
+namespace kvlab::cli {
+namespace {
+
+struct InfoOptions {
+  std::string model;
+  bool metadata = false;
+};
+
+void info(const InfoOptions& o) {
+  const auto m = model::Model::load(resolve_model_path(o.model));
+  const model::Config& c = m->config();
+  const gguf::File& f = m->file();
+  std::map<std::string, std::pair<int, uint64_t>> by_dtype;  // name -> (tensors, bytes)
+  for (const auto& t : f.tensors()) {
+    auto& e = by_dtype[std::string(tensor::dtype_info(t.dtype).name)];
+    ++e.first;
+    e.second += t.n_bytes;
+  }
+  std::printf("file            %s\n", f.path().c_str());
+  std::printf("file size       %s (%llu bytes), GGUF v%u, %zu tensors, %zu metadata keys\n",
+              human_bytes(double(f.file_size())).c_str(), (unsigned long long)f.file_size(), f.version(),
+              f.tensors().size(), f.metadata().size());
+  std::printf("name            %s\n", c.name.c_str());
+  std::printf("architecture    %s\n", c.arch.c_str());
+  std::printf("parameters      %.1f M (%llu)\n", double(m->n_params()) / 1e6, (unsigned long long)m->n_params());
+  std::printf("layers          %d\n", c.n_layer);
+  std::printf("embedding       %d\n", c.n_embd);
+  std::printf("feed-forward    %d (SwiGLU)\n", c.n_ff);
+  std::printf("heads           %d query, %d KV (group %d), head dim %d\n", c.n_head, c.n_head_kv, c.gqa_group(),
+              c.head_dim);
+  std::printf("rope            %d dims, theta %g, %s order\n", c.rope_dim, double(c.rope_theta),
+              c.rope_order == model::RopeOrder::NeoX ? "neox" : "normal");
+  std::printf("rms eps         %g\n", double(c.rms_eps));
+  std::printf("vocab           %d, %s output embedding\n", c.n_vocab, c.tied_embeddings ? "tied" : "separate");
+  std::printf("context         %d (training)\n", c.n_ctx_train);
+  std::printf("dtypes         ");
+  for (const auto& [name, e] : by_dtype)
+    std::printf(" %s: %d tensors, %s;", name.c_str(), e.first, human_bytes(double(e.second)).c_str());
+  std::printf("\n");
+  std::printf("weights/token   %s read per decode step (all matrices but the embedding table)\n",
+              human_bytes(double(m->weights().matmul_bytes())).c_str());
+  const double kv16 = 2.0 * c.n_layer * c.kv_dim() * 2, kv32 = kv16 * 2;
+  std::printf("KV per token    %s in f16, %s in f32 (2 x %d layers x %d KV dims)\n", human_bytes(kv16).c_str(),
+              human_bytes(kv32).c_str(), c.n_layer, c.kv_dim());
+  std::printf("KV at context   %s in f16 for %d tokens\n", human_bytes(kv16 * c.n_ctx_train).c_str(), c.n_ctx_train);
+  if (o.metadata) {
+    std::printf("\nmetadata\n");
+    for (const auto& [k, v] : f.metadata()) std::printf("  %-42s %s\n", k.c_str(), v.to_display().c_str());
+  }
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& root) {
+  auto o = std::make_shared<InfoOptions>();
+  CLI::App* app = root.add_subcommand("info", "describe a GGUF model: architecture, sizes, dtypes, KV bytes per token");
+  app->add_option("-m,--model", o->model, "GGUF model file (default: the default model)");
+  app->add_flag("--metadata", o->metadata, "also list every metadata key");
+  app->callback([o] { info(*o); });
+}
+
+}  // namespace kvlab::cli

@@ -1,0 +1,116 @@
+// kvlab run: generate from a prompt, streaming the text, then report timings.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/error.h"
+#include "engine/generate.h"
+
+namespace kvlab::cli {
+namespace {
+
+struct RunOptions {
+  ModelOptions m;
+  std::string prompt, file;
+  int n_predict = 128;
+  float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
+  int top_k = 40;
+  int64_t seed = -1;
+  bool ignore_eos = false, chat = false, json = false;
+};
+
+void run(const RunOptions& o) {
+  if (o.prompt.empty() == o.file.empty()) throw Error("give exactly one of -p PROMPT or -f FILE");
+  std::string text = o.file.empty() ? o.prompt : read_file(o.file);
+  Loaded l = load(o.m);
+  if (o.chat) text = tokenizer::apply_chatml({{"user", text}});
+  const std::vector<int32_t> prompt = l.tokenizer->encode(text, true, true);
+  if (prompt.empty()) throw Error("the prompt encodes to no tokens");
+
+  engine::GenerateOptions g;
+  g.n_predict = o.n_predict;
+  g.ignore_eos = o.ignore_eos;
+  g.sampling = {o.temp, o.top_k, o.top_p, o.min_p, o.repeat_penalty, 64,
+                o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}()};
+  sample::validate(g.sampling);
+
+  engine::Session session(*l.model, session_options(o.m, l.model->config()));
+  tokenizer::StreamDecoder stream(*l.tokenizer);
+  auto is_eog = [&](int32_t id) { return l.tokenizer->is_end_of_generation(id); };
+  auto print = [&](int32_t id) {
+    if (o.json || (!o.ignore_eos && is_eog(id))) return;
+    const std::string s = stream.push(id);
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  const engine::GenerateResult r = engine::generate(session, prompt, g, is_eog, print);
+  const size_t kv_bytes = session.cache().bytes_per_token() * size_t(session.n_past());
+
+  if (o.json) {
+    std::vector<int32_t> shown = r.tokens;
+    if (r.stop == engine::StopReason::Eos) shown.pop_back();
+    nlohmann::json j;
+    j["text"] = l.tokenizer->decode(shown);
+    j["prompt_tokens"] = r.prompt_tokens;
+    j["tokens"] = r.tokens;
+    j["stop"] = engine::stop_reason_name(r.stop);
+    j["ttft_ms"] = r.ttft_seconds * 1e3;
+    j["prefill_ms"] = r.prefill_seconds * 1e3;
+    j["prefill_tok_s"] = r.prefill_tok_s();
+    j["decode_tok_s"] = r.decode_tok_s();
+    std::vector<double> ms;
+    for (double s : r.token_seconds) ms.push_back(s * 1e3);
+    j["token_ms"] = ms;
+    j["kv_cache"] = session.options().kv_cache;
+    j["kv_type"] = tensor::dtype_info(session.options().kv_type).name;
+    j["kv_bytes"] = session.options().kv_cache ? kv_bytes : 0;
+    j["kv_bytes_per_token"] = session.cache().bytes_per_token();
+    j["n_ctx"] = session.options().n_ctx;
+    j["threads"] = session.options().n_threads;
+    j["model"] = l.model->file().path();
+    j["model_name"] = l.model->config().name;
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  const std::string tail = stream.flush();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::printf("\n");
+  std::fflush(stdout);
+  if (r.stop == engine::StopReason::Context)
+    std::fprintf(stderr, "kvlab: stopped: the context of %d tokens is full\n", session.options().n_ctx);
+  std::fprintf(stderr,
+               "prompt tokens: %d | generated: %zu (%s) | TTFT: %.1f ms | prefill: %.1f tok/s | decode: %.1f tok/s | "
+               "KV cache: %s (%s, %d threads)\n",
+               r.prompt_tokens, r.tokens.size(), engine::stop_reason_name(r.stop), r.ttft_seconds * 1e3,
+               r.prefill_tok_s(), r.decode_tok_s(),
+               session.options().kv_cache ? human_bytes(double(kv_bytes)).c_str() : "off (recomputed every step)",
+               std::string(tensor::dtype_info(session.options().kv_type).name).c_str(), session.options().n_threads);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& root) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* app = root.add_subcommand("run", "generate text from a prompt, streaming it, with timings on stderr");
+  add_model_option(*app, o->m);
+  app->add_option("-p,--prompt", o->prompt, "prompt text");
+  app->add_option("-f,--file", o->file, "read the prompt from a file");
+  app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until EOS or a full context)")
+      ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
+  add_session_options(*app, o->m);
+  app->add_option("--temp", o->temp, "temperature (0: greedy)")->capture_default_str();
+  app->add_option("--top-k", o->top_k, "keep the k most likely tokens (0: all)")->capture_default_str();
+  app->add_option("--top-p", o->top_p, "nucleus sampling mass (1: off)")->capture_default_str();
+  app->add_option("--min-p", o->min_p, "drop tokens below min-p x the top probability (0: off)")->capture_default_str();
+  app->add_option("--repeat-penalty", o->repeat_penalty, "penalty for the last 64 tokens (1: off)")->capture_default_str();
+  app->add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
+  app->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
+  app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (ChatML)");
+  app->add_flag("--json", o->json, "print one JSON object with the text, ids and timings instead");
+  app->callback([o] { run(*o); });
+}
+
+}  // namespace kvlab::cli

@@ -1,0 +1,164 @@
+// kvlab simulate: the analytical model's prediction of a generation on
+// catalog hardware (TTFT, then every decode step with and without the KV
+// cache), its chart, the catalogs, and the check against published numbers.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "perf/hardware.h"
+#include "perf/model_catalog.h"
+#include "perf/plot.h"
+#include "perf/report.h"
+#include "perf/simulate.h"
+#include "perf/units.h"
+#include "perf/validate.h"
+
+namespace kvlab::cli {
+namespace {
+
+struct SimulateOptions {
+  std::string model = "llama-3.1-8b";
+  std::string hw = "h100";
+  std::string hw_profile = perf::default_hw_profile_path();
+  int64_t prompt = 512;
+  int64_t gen = 2048;
+  int64_t batch = 1;
+  bool no_kv_cache = false;
+  std::string weights = "auto";
+  std::string kv = "f16";
+  std::string compute = "auto";
+  double eff_bw = perf::Efficiency{}.bandwidth;
+  double eff_compute = perf::Efficiency{}.compute;
+  double layer_overhead_us = perf::Efficiency{}.layer_overhead_s * 1e6;
+  std::string output = "md";
+  std::string plot;
+  std::string validate;
+  bool list = false;
+};
+
+perf::Efficiency efficiency(const SimulateOptions& o) { return {o.eff_bw, o.eff_compute, o.layer_overhead_us * 1e-6}; }
+
+// "auto": a GGUF file is priced at its own average bits per weight, with the
+// compute precision of the named format closest in size; anything else is bf16.
+void choose_weights(const SimulateOptions& o, const perf::ResolvedModel& m, perf::SimOptions& opt) {
+  if (o.weights != "auto") {
+    opt.weights = o.weights;
+    return;
+  }
+  opt.weights = "bf16";
+  if (!m.file_bits_per_weight) return;
+  double best = 1e9;
+  for (const perf::NumberFormat& f : perf::number_formats())
+    if (std::fabs(f.bits - *m.file_bits_per_weight) < best) {
+      best = std::fabs(f.bits - *m.file_bits_per_weight);
+      opt.weights = std::string(f.name);
+    }
+  opt.weight_bits = *m.file_bits_per_weight;
+}
+
+void list_catalogs() {
+  std::printf(
+      "## Hardware (dense peaks)\n\n| id | name | fp32 | bf16/fp16 | fp8 | int8 | bandwidth | memory | source "
+      "| note |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  auto peak = [](const std::optional<double>& v) { return v ? perf::fmt_flops(*v) : std::string("-"); };
+  auto tops = [](const std::optional<double>& v) { return v ? perf::fmt_num(*v / 1e12) + " TOPS" : std::string("-"); };
+  for (const perf::Hardware& h : perf::hardware_catalog())
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.id.c_str(), h.name.c_str(),
+                peak(h.fp32).c_str(), peak(h.bf16).c_str(), peak(h.fp8).c_str(), tops(h.int8).c_str(),
+                perf::fmt_bandwidth(h.mem_bw).c_str(), h.memory.c_str(), h.source.c_str(), h.compute_note.c_str());
+  std::printf("| this | this machine | from `kvlab probe` (%s) | | | | | | | |\n\n",
+              perf::default_hw_profile_path().c_str());
+  std::printf(
+      "## Models\n\n| id | params | layers | d_model | d_ff | heads (q/kv) | vocab | source |\n"
+      "|---|---|---|---|---|---|---|---|\n");
+  for (const perf::ModelEntry& e : perf::model_catalog()) {
+    const model::Config& c = e.config;
+    std::printf("| %.*s | %s B | %d | %d | %d | %d/%d | %d | %.*s |\n", int(e.id.size()), e.id.data(),
+                perf::fmt_num(perf::param_count(c).total() / 1e9).c_str(), c.n_layer, c.n_embd, c.n_ff, c.n_head,
+                c.n_head_kv, c.n_vocab, int(e.source.size()), e.source.data());
+  }
+}
+
+void simulate(const SimulateOptions& o) {
+  const perf::Format format = perf::parse_format(o.output);
+  if (o.list) {
+    list_catalogs();
+    return;
+  }
+  if (!o.validate.empty()) {
+    const perf::Efficiency eff = efficiency(o);
+    std::cout << perf::render_validation(perf::validate(perf::load_measurements(o.validate), eff), eff, format);
+    return;
+  }
+  const perf::ResolvedModel m = perf::resolve_model(o.model);
+  const perf::Hardware hw = perf::find_hardware(o.hw, o.hw_profile);
+  perf::SimOptions opt;
+  opt.prompt = o.prompt;
+  opt.gen = o.gen;
+  opt.batch = o.batch;
+  choose_weights(o, m, opt);
+  opt.kv = o.kv;
+  if (o.compute != "auto") opt.compute = perf::parse_precision(o.compute);
+  opt.eff = efficiency(o);
+  opt.with_cache = !o.no_kv_cache;
+  const perf::Simulation s = perf::simulate(m.id, m.config, hw, opt);
+  std::cout << perf::render_simulation(s, format);
+  if (!o.plot.empty()) {
+    perf::plot_simulation(s, o.plot);
+    std::fprintf(stderr, "kvlab: wrote %s\n", o.plot.c_str());
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& root) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* app = root.add_subcommand(
+      "simulate", "predict TTFT and tok/s at every position, with and without the KV cache, on catalog hardware");
+  app->add_option("-m,--model", o->model, "catalog model id, a .gguf file, or a Hugging Face config.json")
+      ->capture_default_str();
+  app->add_option("--hw", o->hw, "catalog hardware id (see --list), or 'this' for the probed machine")
+      ->capture_default_str();
+  app->add_option("--hw-profile", o->hw_profile, "probe profile used by --hw this")->capture_default_str();
+  app->add_option("--prompt", o->prompt, "prompt tokens (prefill)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 22));
+  app->add_option("--gen", o->gen, "decode steps after the prefill")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 22));
+  app->add_option("--batch", o->batch, "sequences decoded together")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  app->add_flag("--no-kv-cache", o->no_kv_cache, "report only the no-cache mode (every step recomputes the sequence)");
+  app->add_option("--weights", o->weights,
+                  "weight format: auto (bf16; a GGUF file's own size), f32, f16, bf16, fp8, int8, q8_0, q4_1, q4_0")
+      ->capture_default_str();
+  app->add_option("--kv-dtype", o->kv, "KV cache format: f32, f16, bf16, fp8, q8_0, q4_0")->capture_default_str();
+  app->add_option("--compute", o->compute,
+                  "precision the matmuls are priced at: auto (from --weights), fp32, tf32, "
+                  "bf16, fp8, int8")
+      ->capture_default_str();
+  app->add_option("--eff-bw", o->eff_bw, "achievable fraction of peak memory bandwidth")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  app->add_option("--eff-compute", o->eff_compute, "achievable fraction of dense peak FLOP/s")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  app->add_option("--layer-overhead-us", o->layer_overhead_us, "fixed launch/sync cost per layer per pass, us")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e5));
+  app->add_option("-o,--output", o->output, "md, json or csv")->capture_default_str();
+  app->add_option("--plot", o->plot,
+                  "also draw tok/s vs position to FILE.png or FILE.svg (needs gnuplot); "
+                  "without a value: simulate.png")
+      ->expected(0, 1)
+      ->default_str("simulate.png");
+  app->add_option("--validate", o->validate, "compare against published measurements (docs/validation/published.json)");
+  app->add_flag("--list", o->list, "list the hardware and model catalogs with their sources");
+  app->callback([o] { simulate(*o); });
+}
+
+}  // namespace kvlab::cli

@@ -1,0 +1,90 @@
+#include "cli/common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "tokenizer/gguf_vocab.h"
+
+namespace kvlab::cli {
+
+namespace fs = std::filesystem;
+constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+std::string default_model_path() {
+  // build/kvlab -> <repo>/models/...; fall back to ./models/... from the cwd.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path p = exe.parent_path().parent_path() / "models" / kDefaultModelFile;
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return (fs::path("models") / kDefaultModelFile).string();
+}
+
+std::string resolve_model_path(const std::string& m) {
+  const std::string path = m.empty() ? default_model_path() : m;
+  if (m.empty() && !fs::exists(path))
+    throw Error(path + ": default model not found; run scripts/setup.sh (or pass -m MODEL.gguf)");
+  return path;
+}
+
+void add_model_option(CLI::App& app, ModelOptions& o) {
+  app.add_option("-m,--model", o.model, "GGUF model file (default: models/" + std::string(kDefaultModelFile) + ")");
+}
+
+void add_session_options(CLI::App& app, ModelOptions& o) {
+  app.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(training context, 4096))")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("-t,--threads", o.threads, "threads (0: all cores)")->capture_default_str()->check(CLI::Range(0, 1024));
+  app.add_flag("--no-kv-cache", o.no_kv_cache, "recompute the whole sequence at every step (no KV cache)");
+  app.add_option("--kv-type", o.kv_type, "KV cache element type")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "f16"}));
+}
+
+Loaded load(const ModelOptions& o) {
+  Loaded l;
+  l.model = model::Model::load(resolve_model_path(o.model));
+  l.tokenizer = tokenizer::Tokenizer::create(tokenizer::vocab_from_gguf(l.model->file()));
+  if (l.tokenizer->n_vocab() != l.model->config().n_vocab)
+    throw Error(l.model->file().path() + ": tokenizer has " + std::to_string(l.tokenizer->n_vocab()) +
+                " tokens but token_embd has " + std::to_string(l.model->config().n_vocab) + " rows");
+  return l;
+}
+
+engine::SessionOptions session_options(const ModelOptions& o, const model::Config& cfg) {
+  engine::SessionOptions s;
+  s.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(cfg.n_ctx_train, 4096);
+  if (s.n_ctx > cfg.n_ctx_train)
+    throw Error("context " + std::to_string(s.n_ctx) + " exceeds the model's training context " +
+                std::to_string(cfg.n_ctx_train));
+  s.n_threads = o.threads;
+  s.kv_cache = !o.no_kv_cache;
+  s.kv_type = *tensor::parse_dtype(o.kv_type);
+  return s;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace kvlab::cli

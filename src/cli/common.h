@@ -1,0 +1,37 @@
+// Pieces several subcommands share: the model/session options, loading, and
+// printing helpers. Options are declared once here so every subcommand spells
+// and documents them the same way.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "engine/session.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kvlab::cli {
+
+struct ModelOptions {
+  std::string model;       // -m (default model when empty)
+  int n_ctx = 0;           // -c; 0: min(training context, 4096)
+  int threads = 0;         // -t; 0: all cores
+  bool no_kv_cache = false;
+  std::string kv_type = "f16";
+};
+
+void add_model_option(CLI::App& app, ModelOptions& o);
+void add_session_options(CLI::App& app, ModelOptions& o);  // -c -t --no-kv-cache --kv-type
+
+struct Loaded {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+};
+Loaded load(const ModelOptions& o);
+engine::SessionOptions session_options(const ModelOptions& o, const model::Config& cfg);
+std::string resolve_model_path(const std::string& m);
+
+std::string read_file(const std::string& path);  // throws kvlab::Error
+std::string human_bytes(double bytes);
+
+}  // namespace kvlab::cli

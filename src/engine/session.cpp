@@ -1,0 +1,83 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+
+namespace kvlab::engine {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Prefill: return "prefill";
+    case Phase::Decode: return "decode";
+    case Phase::Recompute: return "recompute";
+  }
+  return "?";
+}
+
+namespace {
+SessionOptions checked(SessionOptions o) {
+  if (o.n_threads == 0) o.n_threads = kernels::ThreadPool::default_threads();
+  if (o.n_ctx < 1) throw Error("context size must be >= 1, got " + std::to_string(o.n_ctx));
+  if (o.max_batch < 1) throw Error("batch size must be >= 1");
+  o.max_batch = std::min(o.max_batch, o.n_ctx);
+  return o;
+}
+}  // namespace
+
+Session::Session(const model::Model& model, SessionOptions opt)
+    : model_(model),
+      opt_(checked(opt)),
+      pool_(opt_.n_threads),
+      cache_(model.config(), opt_.n_ctx, 1, opt_.kv_type),
+      ws_(model.config(), opt_.max_batch, opt_.n_ctx, opt_.n_threads),
+      logits_(size_t(model.config().n_vocab)) {
+  batch_.reserve(size_t(opt_.max_batch));
+  history_.reserve(size_t(opt_.n_ctx));
+}
+
+void Session::reset() {
+  history_.clear();
+  cache_.clear(0);
+}
+
+void Session::run(size_t from, Phase phase) {
+  for (size_t start = from; start < history_.size(); start += size_t(opt_.max_batch)) {
+    const size_t end = std::min(history_.size(), start + size_t(opt_.max_batch));
+    batch_.clear();
+    for (size_t i = start; i < end; ++i)
+      batch_.push_back({history_[i], int32_t(i), 0, i + 1 == history_.size()});
+    const auto t0 = Clock::now();
+    model_.forward(batch_, cache_, ws_, pool_, logits_.data());
+    trace_.steps.push_back({phase, int(end - start), int(start), seconds_since(t0)});
+  }
+}
+
+std::span<const float> Session::prefill(std::span<const int32_t> ids) {
+  if (ids.empty()) throw Error("prefill needs at least one token");
+  if (history_.size() + ids.size() > size_t(opt_.n_ctx))
+    throw Error("prompt of " + std::to_string(ids.size()) + " tokens does not fit the context of " +
+                std::to_string(opt_.n_ctx) + " (raise -c)");
+  const size_t from = history_.size();
+  history_.insert(history_.end(), ids.begin(), ids.end());
+  run(opt_.kv_cache ? from : 0, Phase::Prefill);
+  if (!opt_.kv_cache) cache_.clear(0);
+  return logits_;
+}
+
+std::span<const float> Session::decode(int32_t id) {
+  if (history_.size() + 1 > size_t(opt_.n_ctx)) throw Error("context of " + std::to_string(opt_.n_ctx) + " is full");
+  history_.push_back(id);
+  if (opt_.kv_cache) {
+    run(history_.size() - 1, Phase::Decode);
+  } else {
+    // Nothing survives between steps: recompute every position's K and V.
+    cache_.clear(0);
+    run(0, Phase::Recompute);
+    cache_.clear(0);
+  }
+  return logits_;
+}
+
+}  // namespace kvlab::engine

@@ -1,0 +1,68 @@
+// One generation stream over a loaded model: owns the KV cache, the
+// activation workspace and the thread pool, and records a Trace of every
+// forward pass it runs.
+//
+//  prefill(ids)  the whole prompt in batched forward passes (GEMM-shaped)
+//  decode(id)    one new token against the cache (GEMV-shaped)
+//  with kv_cache = false, decode(id) clears the cache and recomputes the
+//  whole sequence: the O(N²) path the KV cache exists to avoid.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/trace.h"
+#include "kernels/thread_pool.h"
+#include "kv/cache.h"
+#include "model/model.h"
+
+namespace kvlab::engine {
+
+struct SessionOptions {
+  int n_ctx = 2048;       // positions the KV cache holds (-c)
+  int n_threads = 0;      // 0: all cores (-t)
+  int max_batch = 512;    // tokens per forward pass; longer inputs are chunked
+  bool kv_cache = true;   // false: --no-kv-cache
+  tensor::DType kv_type = tensor::DType::F16;
+};
+
+class Session {
+ public:
+  // Throws kvlab::Error for invalid options (n_ctx < 1, threads < 1, ...).
+  Session(const model::Model& model, SessionOptions opt);
+
+  // Appends `ids` (at least one) and returns the logits after the last one.
+  // Throws kvlab::Error if the sequence would exceed n_ctx.
+  std::span<const float> prefill(std::span<const int32_t> ids);
+  // Appends one token and returns the logits that follow it.
+  std::span<const float> decode(int32_t id);
+
+  void reset();  // forget the sequence (keeps buffers)
+  int n_past() const { return int(history_.size()); }
+  const std::vector<int32_t>& history() const { return history_; }
+  const SessionOptions& options() const { return opt_; }
+  const model::Model& model() const { return model_; }
+  const kv::Cache& cache() const { return cache_; }
+  // Bytes the cache holds for this sequence (0 between steps without a cache).
+  size_t kv_bytes_in_use() const { return opt_.kv_cache ? cache_.bytes_used(0) : 0; }
+  Trace& trace() { return trace_; }
+  const Trace& trace() const { return trace_; }
+  kernels::ThreadPool& pool() { return pool_; }
+
+ private:
+  // Forwards history_[from..] at their positions (chunked by max_batch);
+  // logits of the final token land in logits_.
+  void run(size_t from, Phase phase);
+
+  const model::Model& model_;
+  SessionOptions opt_;
+  kernels::ThreadPool pool_;
+  kv::Cache cache_;
+  model::Workspace ws_;
+  std::vector<model::BatchEntry> batch_;
+  std::vector<int32_t> history_;
+  std::vector<float> logits_;
+  Trace trace_;
+};
+
+}  // namespace kvlab::engine

@@ -1,0 +1,31 @@
+// What happened, step by step: every forward pass a Session runs, with its
+// phase, shape and wall time. Metrics (TTFT, tok/s, per-token latency) and
+// the roofline attribution are computed from it, never measured twice.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace kvlab::engine {
+
+enum class Phase { Prefill, Decode, Recompute };  // Recompute: a no-KV-cache decode step
+const char* phase_name(Phase p);
+
+struct Step {
+  Phase phase;
+  int n_tokens;    // tokens pushed through the layers in this pass
+  int n_past;      // positions already in the cache when the pass started
+  double seconds;  // wall time of the forward pass
+};
+
+struct Trace {
+  std::vector<Step> steps;
+  void clear() { steps.clear(); }
+};
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace kvlab::engine

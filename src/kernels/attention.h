@@ -1,0 +1,32 @@
+// Causal scaled dot-product attention for one query head over the cached
+// positions of its sequence (Vaswani et al. 2017):
+//   out = sum_j softmax_j(q·k_j * scale) v_j,   j = 0 .. n_pos-1
+// It streams over the KV rows: the scores of one head need n_pos floats of
+// scratch, never an n×n matrix, in decode and prefill alike.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace kvlab::kernels {
+
+struct KvView {
+  const uint8_t* k = nullptr;  // K row of position 0, already offset to this KV head
+  const uint8_t* v = nullptr;  // V row of position 0, likewise
+  size_t row_stride = 0;       // bytes between positions
+  tensor::DType type = tensor::DType::F32;  // f32 or f16
+};
+
+// q: head_dim floats. q_conv: scratch of head_dim*4 bytes for q in the K type.
+// scores: scratch of n_pos floats. out: head_dim floats.
+void attend(const float* q, const KvView& kv, int n_pos, size_t head_dim, float scale, void* q_conv,
+            float* scores, float* out);
+
+// y += a * row, with row in f32 or f16. Per-ISA, like the dot products.
+using AxpyFn = void (*)(float a, const void* row, float* y, size_t n);
+AxpyFn axpy_kernel(tensor::DType row_type);
+namespace scalar { AxpyFn find_axpy(tensor::DType t); }
+namespace avx2 { AxpyFn find_axpy(tensor::DType t); }
+
+}  // namespace kvlab::kernels

@@ -1,0 +1,43 @@
+// Row dot products between a weight row and an activation row, per weight
+// dtype. Activations are first converted to the format the weight pairs with
+// (as GGML does), so the inner loop runs on integers for quantized weights:
+//
+//   weight   activation   per 32-block
+//   f32      f32          plain float FMA
+//   f16      f16          both widened to f32
+//   bf16     bf16         both widened to f32
+//   q8_0     q8_0         d_w*d_x * sum(q_w*q_x)
+//   q4_0     q8_0         d_w*d_x * sum((q_w-8)*q_x)
+//   q4_1     q8_1         d_w*d_x * sum(q_w*q_x) + m_w*s_x
+//
+// The scalar set is the reference and the test oracle; SIMD sets must agree
+// with it to float rounding (integer sums are exact, only the order of the
+// float accumulation differs).
+#pragma once
+#include <cstddef>
+
+#include "kernels/cpu.h"
+#include "tensor/dtype.h"
+
+namespace kvlab::kernels {
+
+enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1 };
+
+struct DotKernel {
+  ActFormat act;
+  // Converts one activation row of n floats (n a multiple of 32 for Q8_*).
+  void (*quantize_act)(const float* x, void* out, size_t n);
+  // Dot product of one weight row and one converted activation row, n elements.
+  float (*dot)(const void* w_row, const void* act_row, size_t n);
+};
+
+size_t act_row_bytes(ActFormat f, size_t n);
+// Throws kvlab::Error when the weight dtype has no kernel.
+const DotKernel& dot_kernel(tensor::DType weight, Isa isa);
+inline const DotKernel& dot_kernel(tensor::DType weight) { return dot_kernel(weight, active_isa()); }
+
+// Per-ISA tables (nullptr entries fall back to the scalar kernel).
+namespace scalar { const DotKernel* find(tensor::DType w); }
+namespace avx2 { const DotKernel* find(tensor::DType w); }
+
+}  // namespace kvlab::kernels

@@ -1,0 +1,38 @@
+// Y = X · Wᵀ for a weight matrix stored row-major in any supported dtype:
+//   W: [rows][cols]  (GGUF dims {cols, rows}; one output feature per row)
+//   X: [n_tokens][cols] f32,  Y: [n_tokens][rows] f32
+// n_tokens = 1 is decode (GEMV, bandwidth-bound); n_tokens = T is prefill
+// (GEMM, compute-bound). Both call the same per-(row, token) dot product, so
+// one token's output does not depend on the batch it was computed in.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace kvlab::kernels {
+
+struct WeightMatrix {
+  tensor::DType dtype = tensor::DType::F32;
+  const uint8_t* data = nullptr;  // rows * row_bytes, read-only (mmap)
+  size_t rows = 0;                // output features
+  size_t cols = 0;                // input features
+  size_t row_bytes = 0;
+  size_t bytes() const { return rows * row_bytes; }
+};
+
+// Reusable buffer for the converted activations; grows, never shrinks, so the
+// hot loop does not allocate after the first step.
+struct MatmulScratch {
+  std::vector<uint8_t> act;
+};
+
+void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, ThreadPool& pool,
+            MatmulScratch& scratch);
+
+// Reference: dequantize each row and accumulate in double. Slow; for tests.
+void matmul_reference(const WeightMatrix& w, const float* x, size_t n_tokens, float* y);
+
+}  // namespace kvlab::kernels

@@ -1,0 +1,53 @@
+#include "kernels/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvlab::kernels {
+
+void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out) {
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  const float scale = 1.0f / std::sqrt(float(ss / double(n)) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin) {
+  const float step = std::pow(theta, -2.0f / float(rope_dim));
+  float angle = float(pos);
+  for (size_t i = 0; i < rope_dim / 2; ++i) {
+    cos_sin[2 * i] = std::cos(angle);
+    cos_sin[2 * i + 1] = std::sin(angle);
+    angle *= step;
+  }
+}
+
+void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox) {
+  const size_t half = rope_dim / 2;
+  for (size_t i = 0; i < half; ++i) {
+    const size_t a = neox ? i : 2 * i;
+    const size_t b = neox ? i + half : 2 * i + 1;
+    const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+    const float x0 = x[a], x1 = x[b];
+    x[a] = x0 * c - x1 * s;
+    x[b] = x0 * s + x1 * c;
+  }
+}
+
+void silu_mul(float* gate, const float* up, size_t n) {
+  for (size_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void softmax(float* x, size_t n) {
+  const float mx = *std::max_element(x, x + n);
+  float sum = 0.f;
+  for (size_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
+  const float inv = 1.0f / sum;
+  for (size_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void add(float* acc, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+}  // namespace kvlab::kernels

@@ -1,0 +1,33 @@
+// Element-wise and row-wise ops of the transformer layer. Scalar code the
+// compiler vectorises; they are a small share of the time next to matmul.
+#pragma once
+#include <cstddef>
+
+namespace kvlab::kernels {
+
+// RMSNorm (Zhang & Sennrich 2019): out = x / sqrt(mean(x²) + eps) * weight.
+// The sum of squares is accumulated in double, as GGML does, so long rows
+// lose no precision. `out` may alias `x`.
+void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);
+
+// Rotary position embedding (Su et al. 2021, RoFormer) on one head vector of
+// `head_dim` floats at position `pos`, rotating the first `rope_dim` dims.
+// Pair i rotates by angle pos * theta^(-2i/rope_dim).
+//  neox == false: pairs (x[2i], x[2i+1])        (llama, GGUF-permuted weights)
+//  neox == true:  pairs (x[i], x[i + rope_dim/2]) (gpt-neox, qwen2, gemma)
+// `cos_sin` holds rope_dim/2 (cos, sin) pairs for that position (rope_table).
+void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox);
+// Fills rope_dim/2 (cos, sin) pairs for `pos`. The angle is built by repeated
+// multiplication by theta^(-2/rope_dim) in float, as llama.cpp does, so the
+// rotations match the reference implementation bit for bit in the angle.
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin);
+
+// SwiGLU (Shazeer 2020): gate = silu(gate) * up, silu(x) = x / (1 + e^-x).
+void silu_mul(float* gate, const float* up, size_t n);
+
+// In-place softmax with the max subtracted first for stability.
+void softmax(float* x, size_t n);
+
+void add(float* acc, const float* x, size_t n);  // acc += x
+
+}  // namespace kvlab::kernels

@@ -1,0 +1,60 @@
+// A persistent pool of worker threads for the forward pass. One `run` hands
+// out `n_tasks` task indices (dynamic scheduling); the calling thread works
+// too, and `run` returns as soon as every task is done: it never waits for a
+// worker that has not woken up yet, so a descheduled worker (an oversubscribed
+// machine) costs nothing but its share of the tasks.
+//
+// Task claims are a CAS on one 64-bit word, (job generation << 32 | next
+// index), so a worker that wakes late cannot claim a task of a newer job with
+// a stale view of it. Workers spin briefly between jobs, because a decode step
+// issues a few hundred short jobs back to back, then sleep on a condition
+// variable (checked under its mutex, so no wake-up is lost) so an idle pool
+// costs no CPU.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kvlab::kernels {
+
+class ThreadPool {
+ public:
+  // Task body: (task index, index of the thread running it in [0, n_threads)).
+  using Task = std::function<void(size_t task, int thread)>;
+
+  explicit ThreadPool(int n_threads);  // n_threads >= 1, includes the caller
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  // Runs fn(i, thread) for i in [0, n_tasks); returns when all are done.
+  void run(size_t n_tasks, const Task& fn);
+
+  static int default_threads();  // hardware concurrency, at least 1
+
+ private:
+  void worker_loop(int thread);
+  // Claims and runs tasks of job `gen` until none are left.
+  void work(uint32_t gen, int thread);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  const Task* job_ = nullptr;             // stable while any task of the job is unfinished
+  std::atomic<uint32_t> n_tasks_{0};
+  std::atomic<uint64_t> claim_{0};        // (generation << 32) | next task index
+  std::atomic<uint32_t> generation_{0};   // bumped once per job
+  std::atomic<uint32_t> done_{0};         // tasks finished in the current job
+  std::atomic<bool> stop_{false};
+  // Sleeping, after the spin: workers wait for a new generation, the caller
+  // for the last task. Conditions are re-checked under the mutex.
+  std::mutex mu_;
+  std::condition_variable job_cv_, done_cv_;
+};
+
+}  // namespace kvlab::kernels

@@ -1,0 +1,92 @@
+#include "model/config.h"
+
+#include <array>
+#include <string>
+
+#include "common/error.h"
+#include "gguf/file.h"
+
+namespace kvlab::model {
+namespace {
+
+// What differs between architectures at the Config level. The forward pass
+// reads these flags; a new llama-like architecture is one row here plus any
+// tensors it adds (biases, extra norms) in weights.cpp.
+struct ArchSpec {
+  std::string_view name;
+  RopeOrder rope_order;
+};
+constexpr std::array kArchs = {
+    ArchSpec{"llama", RopeOrder::Normal},
+};
+
+const ArchSpec* find_arch(std::string_view name) {
+  for (const auto& a : kArchs)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+int positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max) {
+  if (v < 1 || v > max)
+    throw Error(f.path() + ": key '" + key + "' = " + std::to_string(v) + " is out of range 1.." + std::to_string(max));
+  return int(v);
+}
+
+}  // namespace
+
+Config load_config(const gguf::File& f) {
+  Config c;
+  c.arch = f.require_string("general.architecture");
+  const ArchSpec* spec = find_arch(c.arch);
+  if (!spec) {
+    std::string known;
+    for (const auto& a : kArchs) known += (known.empty() ? "" : ", ") + std::string(a.name);
+    throw Error(f.path() + ": unsupported architecture '" + c.arch + "' (supported: " + known + ")");
+  }
+  c.name = f.get_string("general.name").value_or("");
+  const std::string p = c.arch + ".";
+  auto req = [&](const char* key, int64_t max) { return positive(f, p + key, f.require_int(p + key), max); };
+  c.n_layer = req("block_count", 1024);
+  c.n_embd = req("embedding_length", 1 << 17);
+  c.n_ff = req("feed_forward_length", 1 << 20);
+  c.n_head = req("attention.head_count", 1024);
+  c.n_head_kv = f.get_int(p + "attention.head_count_kv")
+                    ? positive(f, p + "attention.head_count_kv", *f.get_int(p + "attention.head_count_kv"), 1024)
+                    : c.n_head;
+  c.n_ctx_train = req("context_length", 1 << 24);
+  if (c.n_head % c.n_head_kv != 0)
+    throw Error(f.path() + ": head_count " + std::to_string(c.n_head) + " is not a multiple of head_count_kv " +
+                std::to_string(c.n_head_kv));
+  if (auto kl = f.get_int(p + "attention.key_length")) c.head_dim = positive(f, p + "attention.key_length", *kl, 4096);
+  else {
+    if (c.n_embd % c.n_head != 0)
+      throw Error(f.path() + ": embedding_length is not a multiple of head_count and key_length is absent");
+    c.head_dim = c.n_embd / c.n_head;
+  }
+  if (auto vl = f.get_int(p + "attention.value_length"); vl && *vl != c.head_dim)
+    throw Error(f.path() + ": value_length != key_length is not supported");
+  c.rope_dim = f.get_int(p + "rope.dimension_count") ? positive(f, p + "rope.dimension_count",
+                                                                *f.get_int(p + "rope.dimension_count"), c.head_dim)
+                                                     : c.head_dim;
+  if (c.rope_dim % 2 != 0) throw Error(f.path() + ": rope.dimension_count must be even");
+  c.rope_theta = float(f.get_float(p + "rope.freq_base").value_or(10000.0));
+  if (!(c.rope_theta > 1.0f)) throw Error(f.path() + ": rope.freq_base must be > 1");
+  c.rope_order = spec->rope_order;
+  c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
+  if (!(c.rms_eps > 0.f && c.rms_eps < 1.f)) throw Error(f.path() + ": layer_norm_rms_epsilon out of range");
+
+  const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (!embd) throw Error(f.path() + ": missing required tensor 'token_embd.weight'");
+  if (embd->dims.size() != 2 || embd->dims[0] != uint64_t(c.n_embd))
+    throw Error(f.path() + ": tensor 'token_embd.weight' must be [" + std::to_string(c.n_embd) + ", n_vocab]");
+  c.n_vocab = int(embd->dims[1]);
+  if (auto vs = f.get_int(p + "vocab_size"); vs && *vs != c.n_vocab)
+    throw Error(f.path() + ": vocab_size " + std::to_string(*vs) + " does not match token_embd rows " +
+                std::to_string(c.n_vocab));
+  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  return c;
+}
+
+Config read_config(const std::string& path) { return load_config(gguf::File::open(path)); }
+
+}  // namespace kvlab::model

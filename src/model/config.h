@@ -1,0 +1,50 @@
+// Model hyper-parameters, read once from GGUF metadata (see model/config.cpp).
+// Shared by the forward pass, the KV cache and perf::Cost, so that measured and
+// predicted FLOPs/bytes come from the same numbers.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace kvlab::model {
+
+// How RoPE pairs the dimensions of a head.
+//  Normal: (x[2i], x[2i+1]) rotate together (llama; GGUF permutes Q/K at conversion).
+//  NeoX:   (x[i], x[i + d/2]) rotate together (qwen2, gemma, gpt-neox).
+enum class RopeOrder { Normal, NeoX };
+
+struct Config {
+  std::string arch;            // general.architecture, e.g. "llama"
+  std::string name;            // general.name (informational)
+  int n_layer = 0;             // {arch}.block_count
+  int n_embd = 0;              // {arch}.embedding_length      (d_model)
+  int n_ff = 0;                // {arch}.feed_forward_length   (SwiGLU hidden size)
+  int n_head = 0;              // {arch}.attention.head_count
+  int n_head_kv = 0;           // {arch}.attention.head_count_kv (GQA; == n_head for MHA)
+  int head_dim = 0;            // {arch}.attention.key_length, else n_embd / n_head
+  int n_vocab = 0;             // rows of token_embd
+  int n_ctx_train = 0;         // {arch}.context_length
+  int rope_dim = 0;            // {arch}.rope.dimension_count (<= head_dim)
+  float rope_theta = 10000.f;  // {arch}.rope.freq_base
+  RopeOrder rope_order = RopeOrder::Normal;
+  float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
+  bool tied_embeddings = false;  // no output.weight: logits use token_embd
+
+  int q_dim() const { return n_head * head_dim; }
+  int kv_dim() const { return n_head_kv * head_dim; }
+  int gqa_group() const { return n_head / n_head_kv; }
+};
+
+}  // namespace kvlab::model
+
+namespace kvlab::gguf { class File; }
+
+namespace kvlab::model {
+
+// Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
+// architectures kvlab runs (llama; the table in config.cpp is where qwen2 and
+// gemma3 are added). Throws kvlab::Error naming the file and the key.
+Config load_config(const gguf::File& file);
+// Same, opening the file (metadata only; tensor data is mapped, not read).
+Config read_config(const std::string& path);
+
+}  // namespace kvlab::model

@@ -1,0 +1,143 @@
+// Loading, and the forward pass of the llama-family decoder:
+//   x = embed(token)
+//   for each layer:
+//     x += Wo · attention(rope(Wq·norm(x)), rope(Wk·norm(x)), Wv·norm(x))
+//     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))
+//   logits = Wout · norm(x)
+#include "model/model.h"
+
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+
+namespace kvlab::model {
+
+using kernels::matmul;
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  gguf::File file = gguf::File::open(path);
+  Config cfg = load_config(file);
+  Weights w = bind_weights(file, cfg);
+  return std::unique_ptr<Model>(new Model(std::move(file), std::move(cfg), std::move(w)));
+}
+
+uint64_t Model::n_params() const {
+  uint64_t n = 0;
+  for (const auto& t : file_.tensors()) n += t.n_elements();
+  return n;
+}
+
+Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads) : max_tokens_(max_tokens) {
+  const size_t T = size_t(max_tokens);
+  x.resize(T * size_t(c.n_embd));
+  xn.resize(T * size_t(c.n_embd));
+  q.resize(T * size_t(c.q_dim()));
+  k.resize(T * size_t(c.kv_dim()));
+  v.resize(T * size_t(c.kv_dim()));
+  att.resize(T * size_t(c.q_dim()));
+  gate.resize(T * size_t(c.n_ff));
+  up.resize(T * size_t(c.n_ff));
+  rope.resize(T * size_t(c.rope_dim));
+  scores.resize(size_t(n_threads) * size_t(n_ctx));
+  q_conv.resize(size_t(n_threads) * size_t(c.head_dim));
+}
+
+void Model::attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
+                            Workspace& ws, kernels::ThreadPool& pool) const {
+  const Config& c = cfg_;
+  const size_t T = batch.size(), E = size_t(c.n_embd), hd = size_t(c.head_dim);
+  const size_t qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
+  pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  matmul(l.wq, ws.xn.data(), T, ws.q.data(), pool, ws.mm);
+  matmul(l.wk, ws.xn.data(), T, ws.k.data(), pool, ws.mm);
+  matmul(l.wv, ws.xn.data(), T, ws.v.data(), pool, ws.mm);
+
+  // RoPE on every query and key head, then append K and V to the cache.
+  const bool neox = c.rope_order == RopeOrder::NeoX;
+  pool.run(T, [&](size_t t, int) {
+    const float* cs = &ws.rope[t * size_t(c.rope_dim)];
+    for (int h = 0; h < c.n_head; ++h) kernels::rope(&ws.q[t * qd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
+    for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
+    const BatchEntry& e = batch[t];
+    cache.store(cache.k(layer, e.seq, e.pos), &ws.k[t * kvd]);
+    cache.store(cache.v(layer, e.seq, e.pos), &ws.v[t * kvd]);
+  });
+
+  // Causal attention: token t at position p sees cache positions 0..p of its
+  // sequence. Query head h shares KV head h / group (grouped-query attention).
+  const float scale = 1.0f / std::sqrt(float(hd));
+  const size_t n_ctx = size_t(cache.n_ctx());
+  pool.run(T * size_t(c.n_head), [&](size_t task, int thread) {
+    const size_t t = task / size_t(c.n_head), h = task % size_t(c.n_head);
+    const BatchEntry& e = batch[t];
+    const size_t g = h / size_t(c.gqa_group());
+    kernels::KvView kv;
+    kv.k = cache.k(layer, e.seq, 0) + g * hd * cache.elem_bytes();
+    kv.v = cache.v(layer, e.seq, 0) + g * hd * cache.elem_bytes();
+    kv.row_stride = cache.row_bytes();
+    kv.type = cache.type();
+    kernels::attend(&ws.q[t * qd + h * hd], kv, e.pos + 1, hd, scale, &ws.q_conv[size_t(thread) * hd],
+                    &ws.scores[size_t(thread) * n_ctx], &ws.att[t * qd + h * hd]);
+  });
+
+  matmul(l.wo, ws.att.data(), T, ws.xn.data(), pool, ws.mm);
+  pool.run(T, [&](size_t t, int) { kernels::add(&ws.x[t * E], &ws.xn[t * E], E); });
+}
+
+void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool) const {
+  const Config& c = cfg_;
+  const size_t E = size_t(c.n_embd), F = size_t(c.n_ff);
+  pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  matmul(l.w_gate, ws.xn.data(), T, ws.gate.data(), pool, ws.mm);
+  matmul(l.w_up, ws.xn.data(), T, ws.up.data(), pool, ws.mm);
+  pool.run(T, [&](size_t t, int) { kernels::silu_mul(&ws.gate[t * F], &ws.up[t * F], F); });
+  matmul(l.w_down, ws.gate.data(), T, ws.xn.data(), pool, ws.mm);
+  pool.run(T, [&](size_t t, int) { kernels::add(&ws.x[t * E], &ws.xn[t * E], E); });
+}
+
+void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspace& ws, kernels::ThreadPool& pool,
+                    float* logits) const {
+  const Config& c = cfg_;
+  const size_t T = batch.size(), E = size_t(c.n_embd);
+  if (T == 0) return;
+  if (T > size_t(ws.max_tokens()))
+    throw Error("batch of " + std::to_string(T) + " tokens exceeds the workspace (" + std::to_string(ws.max_tokens()) + ")");
+  // Every entry must attend only to positions that exist once this batch has
+  // written its own: the cache's filled prefix or earlier entries' positions.
+  std::vector<int> filled(size_t(cache.n_seq()));
+  for (int s = 0; s < cache.n_seq(); ++s) filled[size_t(s)] = cache.used(s);
+  for (const auto& e : batch) {
+    if (e.token < 0 || e.token >= c.n_vocab) throw Error("token id " + std::to_string(e.token) + " is out of range");
+    if (e.seq < 0 || e.seq >= cache.n_seq()) throw Error("sequence " + std::to_string(e.seq) + " is out of range");
+    if (e.pos < 0 || e.pos >= cache.n_ctx())
+      throw Error("position " + std::to_string(e.pos) + " is beyond the context size " + std::to_string(cache.n_ctx()));
+    if (e.pos > filled[size_t(e.seq)]) throw Error("position " + std::to_string(e.pos) + " leaves a gap in the KV cache");
+    filled[size_t(e.seq)] = std::max(filled[size_t(e.seq)], e.pos + 1);
+  }
+
+  pool.run(T, [&](size_t t, int) {
+    const auto& emb = w_.token_embd;
+    tensor::dtype_info(emb.dtype).dequantize(emb.data + size_t(batch[t].token) * emb.row_bytes, &ws.x[t * E], E);
+    kernels::rope_table(batch[t].pos, size_t(c.rope_dim), c.rope_theta, &ws.rope[t * size_t(c.rope_dim)]);
+  });
+  for (int i = 0; i < c.n_layer; ++i) {
+    attention_block(w_.layers[size_t(i)], i, batch, cache, ws, pool);
+    ffn_block(w_.layers[size_t(i)], T, ws, pool);
+  }
+  for (int s = 0; s < cache.n_seq(); ++s) cache.set_used(s, filled[size_t(s)]);
+
+  // Logits only for the entries that asked: gather their rows first so the
+  // LM head (the largest matmul) runs once over just those.
+  size_t n_out = 0;
+  for (size_t t = 0; t < T; ++t) {
+    if (!batch[t].want_logits) continue;
+    kernels::rmsnorm(&ws.x[t * E], w_.output_norm.data(), E, c.rms_eps, &ws.xn[n_out * E]);
+    ++n_out;
+  }
+  if (n_out > 0) matmul(w_.output, ws.xn.data(), n_out, logits, pool, ws.mm);
+}
+
+}  // namespace kvlab::model

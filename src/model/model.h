@@ -1,0 +1,81 @@
+// A loaded model: the mapped GGUF file, its Config and bound weights, and the
+// one forward pass that prefill, decode and no-KV-cache recomputation share.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gguf/file.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+#include "kv/cache.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace kvlab::model {
+
+// One token to process: it is written to the KV cache of `seq` at `pos` and
+// attends to positions [0, pos] of that sequence.
+struct BatchEntry {
+  int32_t token = 0;
+  int32_t pos = 0;
+  int32_t seq = 0;
+  bool want_logits = false;
+};
+
+// Activation buffers for up to `max_tokens` tokens per forward pass, allocated
+// once. Shapes are [tokens][features], row-major.
+class Workspace {
+ public:
+  Workspace(const Config& cfg, int max_tokens, int n_ctx, int n_threads);
+  int max_tokens() const { return max_tokens_; }
+
+ private:
+  friend class Model;
+  int max_tokens_;
+  std::vector<float> x;       // (T, n_embd)  residual stream
+  std::vector<float> xn;      // (T, n_embd)  normalised input of a sub-layer
+  std::vector<float> q;       // (T, q_dim)
+  std::vector<float> k;       // (T, kv_dim)
+  std::vector<float> v;       // (T, kv_dim)
+  std::vector<float> att;     // (T, q_dim)   attention output, heads concatenated
+  std::vector<float> gate;    // (T, n_ff)
+  std::vector<float> up;      // (T, n_ff)
+  std::vector<float> rope;    // (T, rope_dim) cos/sin pairs per token
+  std::vector<float> scores;  // (threads, n_ctx) one head's attention scores
+  std::vector<float> q_conv;  // (threads, head_dim) q in the KV type
+  kernels::MatmulScratch mm;
+};
+
+class Model {
+ public:
+  // Opens, validates and binds `path`. Throws kvlab::Error on any problem.
+  static std::unique_ptr<Model> load(const std::string& path);
+
+  const Config& config() const { return cfg_; }
+  const gguf::File& file() const { return file_; }
+  const Weights& weights() const { return w_; }
+  uint64_t n_params() const;
+
+  // Runs the batch through all layers, writing each entry's K/V into `cache`,
+  // and writes one row of n_vocab logits per entry with want_logits, in batch
+  // order, to `logits`. Entries must be valid: token < n_vocab, pos < cache
+  // n_ctx, seq < cache n_seq, and every position an entry attends to must be
+  // in the cache or earlier in the batch (throws kvlab::Error otherwise).
+  void forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspace& ws, kernels::ThreadPool& pool,
+               float* logits) const;
+
+ private:
+  Model(gguf::File file, Config cfg, Weights w) : file_(std::move(file)), cfg_(std::move(cfg)), w_(std::move(w)) {}
+  void attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
+                       Workspace& ws, kernels::ThreadPool& pool) const;
+  void ffn_block(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool) const;
+
+  gguf::File file_;
+  Config cfg_;
+  Weights w_;
+};
+
+}  // namespace kvlab::model

@@ -1,0 +1,62 @@
+#include "model/weights.h"
+
+#include <string>
+
+#include "common/error.h"
+#include "kernels/dot.h"
+
+namespace kvlab::model {
+namespace {
+
+WeightMatrix matrix(const gguf::File& f, const std::string& name, int rows, int cols) {
+  const gguf::TensorInfo& t = f.require_tensor(name, {uint64_t(cols), uint64_t(rows)});
+  kernels::dot_kernel(t.dtype);  // throws if no kernel serves this dtype
+  WeightMatrix m;
+  m.dtype = t.dtype;
+  m.data = t.data;
+  m.rows = size_t(rows);
+  m.cols = size_t(cols);
+  m.row_bytes = t.n_bytes / size_t(rows);
+  return m;
+}
+
+std::vector<float> vector_f32(const gguf::File& f, const std::string& name, int n) {
+  const gguf::TensorInfo& t = f.require_tensor(name, {uint64_t(n)});
+  std::vector<float> v(static_cast<size_t>(n));
+  tensor::dtype_info(t.dtype).dequantize(t.data, v.data(), size_t(n));
+  return v;
+}
+
+}  // namespace
+
+size_t Weights::matmul_bytes() const {
+  size_t b = output.bytes() + output_norm.size() * 4;
+  for (const auto& l : layers)
+    b += l.wq.bytes() + l.wk.bytes() + l.wv.bytes() + l.wo.bytes() + l.w_gate.bytes() + l.w_up.bytes() +
+         l.w_down.bytes() + (l.attn_norm.size() + l.ffn_norm.size()) * 4;
+  return b;
+}
+
+Weights bind_weights(const gguf::File& f, const Config& c) {
+  Weights w;
+  w.token_embd = matrix(f, "token_embd.weight", c.n_vocab, c.n_embd);
+  w.output_norm = vector_f32(f, "output_norm.weight", c.n_embd);
+  w.output = c.tied_embeddings ? w.token_embd : matrix(f, "output.weight", c.n_vocab, c.n_embd);
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights l;
+    l.attn_norm = vector_f32(f, p + "attn_norm.weight", c.n_embd);
+    l.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.n_embd);
+    l.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.n_embd);
+    l.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.n_embd);
+    l.wo = matrix(f, p + "attn_output.weight", c.n_embd, c.q_dim());
+    l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.n_embd);
+    l.w_gate = matrix(f, p + "ffn_gate.weight", c.n_ff, c.n_embd);
+    l.w_up = matrix(f, p + "ffn_up.weight", c.n_ff, c.n_embd);
+    l.w_down = matrix(f, p + "ffn_down.weight", c.n_embd, c.n_ff);
+    w.layers.push_back(std::move(l));
+  }
+  return w;
+}
+
+}  // namespace kvlab::model

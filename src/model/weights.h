@@ -1,0 +1,42 @@
+// Typed views of the model's tensors, bound once at load time. Matrices point
+// into the mmapped GGUF (never copied); small 1-D norm weights are widened to
+// f32 into owned vectors (n_embd floats each) so every kernel sees f32.
+#pragma once
+#include <vector>
+
+#include "gguf/file.h"
+#include "kernels/matmul.h"
+#include "model/config.h"
+
+namespace kvlab::model {
+
+using kernels::WeightMatrix;
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // (n_embd)
+  WeightMatrix wq;               // (q_dim  x n_embd)   blk.N.attn_q
+  WeightMatrix wk;               // (kv_dim x n_embd)   blk.N.attn_k
+  WeightMatrix wv;               // (kv_dim x n_embd)   blk.N.attn_v
+  WeightMatrix wo;               // (n_embd x q_dim)    blk.N.attn_output
+  std::vector<float> ffn_norm;   // (n_embd)
+  WeightMatrix w_gate;           // (n_ff x n_embd)     blk.N.ffn_gate
+  WeightMatrix w_up;             // (n_ff x n_embd)     blk.N.ffn_up
+  WeightMatrix w_down;           // (n_embd x n_ff)     blk.N.ffn_down
+};
+
+struct Weights {
+  WeightMatrix token_embd;         // (n_vocab x n_embd)  token_embd
+  std::vector<float> output_norm;  // (n_embd)
+  WeightMatrix output;             // (n_vocab x n_embd)  output, or token_embd when tied
+  std::vector<LayerWeights> layers;
+
+  // Bytes of matrix data one forward pass reads (embedding rows excluded:
+  // a lookup touches n_tokens rows, not the table). Norm vectors included.
+  size_t matmul_bytes() const;
+};
+
+// Checks every required tensor's presence, shape and dtype against `cfg`.
+// Throws kvlab::Error("<path>: missing required tensor 'blk.3.attn_q.weight'").
+Weights bind_weights(const gguf::File& file, const Config& cfg);
+
+}  // namespace kvlab::model

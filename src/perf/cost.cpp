@@ -1,0 +1,162 @@
+#include "perf/cost.h"
+
+#include <algorithm>
+
+namespace kvlab::perf {
+
+namespace {
+
+constexpr double kNormGainBytes = 4.0;  // RMSNorm gains are F32 in GGUF files
+
+// Softmax per score: scale, running max, subtract max, exp, add to sum,
+// multiply by 1/sum.
+constexpr double kSoftmaxFlops = 6.0;
+// RMSNorm per element: square and accumulate (2), normalise (1), gain (1).
+constexpr double kNormFlops = 4.0;
+// SiLU(g)·u per element: negate, exp, add 1, divide, multiply by u.
+constexpr double kSiluMulFlops = 5.0;
+// RoPE per rotated dimension: a pair (x0, x1) becomes (x0·c − x1·s, x0·s + x1·c),
+// 4 multiplies + 2 adds for 2 dimensions.
+constexpr double kRopeFlopsPerDim = 3.0;
+
+// A matmul of `rows` activations by a [in x out] weight matrix.
+OpCost matmul(double rows, double in, double out, const Pass& p) {
+  return {2.0 * rows * in * out, in * out * p.weight_bytes, 0.0, rows * (in + out) * p.act_bytes};
+}
+
+OpCost rmsnorm(double rows, double width, const Pass& p) {
+  return {kNormFlops * rows * width, width * kNormGainBytes, 0.0, 2.0 * rows * width * p.act_bytes};
+}
+
+OpCost times(OpCost c, double n) { return {c.flops * n, c.weight_bytes * n, c.kv_bytes * n, c.act_bytes * n}; }
+
+}  // namespace
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::Embedding:
+      return "embedding";
+    case Op::AttnNorm:
+      return "attn_norm";
+    case Op::Q:
+      return "q_proj";
+    case Op::K:
+      return "k_proj";
+    case Op::V:
+      return "v_proj";
+    case Op::Rope:
+      return "rope";
+    case Op::Scores:
+      return "attn_scores";
+    case Op::Softmax:
+      return "softmax";
+    case Op::AttnV:
+      return "attn_v";
+    case Op::O:
+      return "o_proj";
+    case Op::FfnNorm:
+      return "ffn_norm";
+    case Op::Gate:
+      return "ffn_gate";
+    case Op::Up:
+      return "ffn_up";
+    case Op::SiluMul:
+      return "silu_mul";
+    case Op::Down:
+      return "ffn_down";
+    case Op::Residual:
+      return "residual";
+    case Op::OutputNorm:
+      return "output_norm";
+    case Op::LmHead:
+      return "lm_head";
+    case Op::Count:
+      break;
+  }
+  return "?";
+}
+
+OpCost Cost::total() const {
+  OpCost t;
+  for (const OpCost& o : ops) {
+    t.flops += o.flops;
+    t.weight_bytes += o.weight_bytes;
+    t.kv_bytes += o.kv_bytes;
+    t.act_bytes += o.act_bytes;
+  }
+  return t;
+}
+
+double Cost::dram_bytes() const {
+  const OpCost t = total();
+  return t.weight_bytes + t.kv_bytes;
+}
+
+Cost forward_cost(const model::Config& c, const Pass& p) {
+  const double L = c.n_layer, d = c.n_embd, ff = c.n_ff, hd = c.head_dim;
+  const double nh = c.n_head, nkv = c.n_head_kv, qd = c.q_dim(), kvd = c.kv_dim();
+  const double rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
+  const double T = double(p.new_tokens), P = double(p.past), B = double(p.batch);
+
+  const double rows = T * B;  // tokens through the layers
+  // Query-key pairs, causal: new token i (0-based) at position P+i sees P+i+1
+  // positions, so one sequence has T·P + T(T+1)/2 pairs.
+  const double pairs = B * (T * P + T * (T + 1.0) / 2.0);
+  const double ctx = B * (P + T);  // cached positions read, all sequences
+  const double logit_rows = p.logits_for_all_tokens ? rows : B;
+  const double a = p.act_bytes;
+
+  Cost cost;
+  auto set = [&](Op op, OpCost v) { cost.ops[size_t(op)] = v; };
+
+  // Distinct rows read from token_embd cannot exceed the vocabulary.
+  set(Op::Embedding, {0.0, std::min(rows, double(c.n_vocab)) * d * p.weight_bytes, 0.0, rows * d * a});
+
+  set(Op::AttnNorm, times(rmsnorm(rows, d, p), L));
+  set(Op::Q, times(matmul(rows, d, qd, p), L));
+  OpCost k = matmul(rows, d, kvd, p), v = k;
+  k.kv_bytes = v.kv_bytes = rows * kvd * p.kv_bytes;  // the new positions written
+  set(Op::K, times(k, L));
+  set(Op::V, times(v, L));
+  set(Op::Rope, times({kRopeFlopsPerDim * rope_dim * (nh + nkv) * rows, 0.0, 0.0, 2.0 * rows * (qd + kvd) * a}, L));
+
+  // Scores read Q and the K cache and write one score per pair and head;
+  // softmax reads and writes them; AV reads them and the V cache.
+  set(Op::Scores, times({2.0 * hd * nh * pairs, 0.0, ctx * kvd * p.kv_bytes, (rows * qd + nh * pairs) * a}, L));
+  set(Op::Softmax, times({kSoftmaxFlops * nh * pairs, 0.0, 0.0, 2.0 * nh * pairs * a}, L));
+  set(Op::AttnV, times({2.0 * hd * nh * pairs, 0.0, ctx * kvd * p.kv_bytes, (nh * pairs + rows * qd) * a}, L));
+
+  set(Op::O, times(matmul(rows, qd, d, p), L));
+  set(Op::FfnNorm, times(rmsnorm(rows, d, p), L));
+  set(Op::Gate, times(matmul(rows, d, ff, p), L));
+  set(Op::Up, times(matmul(rows, d, ff, p), L));
+  set(Op::SiluMul, times({kSiluMulFlops * rows * ff, 0.0, 0.0, 3.0 * rows * ff * a}, L));
+  set(Op::Down, times(matmul(rows, ff, d, p), L));
+  // Two adds per layer, each reading two vectors and writing one.
+  set(Op::Residual, times({2.0 * rows * d, 0.0, 0.0, 6.0 * rows * d * a}, L));
+
+  set(Op::OutputNorm, rmsnorm(logit_rows, d, p));
+  set(Op::LmHead, matmul(logit_rows, d, c.n_vocab, p));
+  return cost;
+}
+
+ParamCount param_count(const model::Config& c) {
+  const double d = c.n_embd, ff = c.n_ff, qd = c.q_dim(), kvd = c.kv_dim();
+  ParamCount n;
+  n.embedding = double(c.n_vocab) * d;
+  n.lm_head = c.tied_embeddings ? 0.0 : double(c.n_vocab) * d;
+  n.layers = double(c.n_layer) * (d * qd + 2.0 * d * kvd + qd * d + 3.0 * d * ff);
+  n.norms = double(c.n_layer) * 2.0 * d + d;
+  return n;
+}
+
+double weight_memory_bytes(const model::Config& c, double weight_bytes) {
+  const ParamCount n = param_count(c);
+  return n.matrices() * weight_bytes + n.norms * kNormGainBytes;
+}
+
+double kv_bytes_per_token(const model::Config& c, double kv_bytes) {
+  return 2.0 * double(c.n_layer) * double(c.kv_dim()) * kv_bytes;
+}
+
+}  // namespace kvlab::perf

@@ -1,0 +1,34 @@
+// Number formats the simulator prices: how many bits a weight or a cached K/V
+// element takes, and which precision the matmuls then run in. A superset of the
+// engine's dtypes (tensor/dtype.h): fp8 and int8 exist on catalog hardware even
+// where kvlab has no kernel for them.
+#pragma once
+#include <span>
+#include <string_view>
+
+namespace kvlab::perf {
+
+// The precisions hardware datasheets quote a peak for.
+enum class Precision { FP32, TF32, BF16, FP8, INT8 };
+std::string_view precision_name(Precision p);
+
+struct NumberFormat {
+  std::string_view name;  // CLI spelling
+  double bits;            // storage bits per element, block scales included
+  // Precision the matmuls run in with weights in this format. Weight-only
+  // quantized formats (int8, q8_0, q4_x) are dequantized on the fly and
+  // multiplied in 16-bit, as GPU weight-only kernels and llama.cpp's large-batch
+  // path do; the hardware falls back to FP32 where it has no 16-bit rate.
+  Precision compute;
+  bool for_kv;  // also offered as a KV cache format
+  std::string_view note;
+  double bytes() const { return bits / 8.0; }
+};
+
+std::span<const NumberFormat> number_formats();
+// Throws kvlab::Error listing the accepted names.
+const NumberFormat& weight_format(std::string_view name);
+const NumberFormat& kv_format(std::string_view name);
+Precision parse_precision(std::string_view name);  // "fp32", "tf32", "bf16", "fp8", "int8"
+
+}  // namespace kvlab::perf

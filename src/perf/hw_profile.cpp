@@ -1,0 +1,122 @@
+#include "perf/hw_profile.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace kvlab::perf {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void field_error(std::string_view origin, std::string_view field, std::string_view expected) {
+  throw Error(std::string(origin) + ": field '" + std::string(field) + "' " + std::string(expected));
+}
+
+double positive_number(const json& j, std::string_view origin, const char* key) {
+  if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() > 0))
+    field_error(origin, key, "missing or not a positive number");
+  return j[key].get<double>();
+}
+
+int positive_int(const json& j, std::string_view origin, const char* key) {
+  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0)
+    field_error(origin, key, "missing or not a positive integer");
+  return j[key].get<int>();
+}
+
+std::string text(const json& j, std::string_view origin, const char* key) {
+  if (!j.contains(key) || !j[key].is_string()) field_error(origin, key, "missing or not a string");
+  return j[key].get<std::string>();
+}
+
+uint64_t optional_bytes(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 0;
+}
+
+}  // namespace
+
+double HwProfile::best_read_bw() const {
+  double best = 0;
+  for (const BandwidthPoint& p : mem_read_bw) best = std::max(best, p.bytes_per_s);
+  return best;
+}
+
+std::string default_hw_profile_path() {
+  namespace fs = std::filesystem;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (fs::path(xdg) / "kvlab" / "hw-profile.json").string();
+  const char* home = std::getenv("HOME");
+  return (fs::path(home && *home ? home : ".") / ".cache" / "kvlab" / "hw-profile.json").string();
+}
+
+HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw Error(std::string(origin) + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw Error(std::string(origin) + ": expected a JSON object");
+  if (text(j, origin, "format") != kHwProfileFormat)
+    field_error(origin, "format", "must be \"" + std::string(kHwProfileFormat) + "\"");
+
+  HwProfile p;
+  p.date = text(j, origin, "date");
+  p.cpu_model = text(j, origin, "cpu_model");
+  p.cores = positive_int(j, origin, "cores");
+  p.threads = positive_int(j, origin, "threads");
+  p.simd = text(j, origin, "simd");
+  if (j.contains("caches") && j["caches"].is_object()) {
+    p.l1d_bytes = optional_bytes(j["caches"], "l1d_bytes");
+    p.l2_bytes = optional_bytes(j["caches"], "l2_bytes");
+    p.l3_bytes = optional_bytes(j["caches"], "l3_bytes");
+  }
+  p.mem_bytes = uint64_t(positive_number(j, origin, "mem_bytes"));
+  if (!j.contains("mem_read_bw") || !j["mem_read_bw"].is_array() || j["mem_read_bw"].empty())
+    field_error(origin, "mem_read_bw", "missing or not a non-empty array of {threads, bytes_per_s}");
+  for (const json& point : j["mem_read_bw"]) {
+    if (!point.is_object()) field_error(origin, "mem_read_bw", "entries must be objects");
+    p.mem_read_bw.push_back({positive_int(point, origin, "threads"), positive_number(point, origin, "bytes_per_s")});
+  }
+  p.peak_fp32_flops = positive_number(j, origin, "peak_fp32_flops");
+  if (j.contains("peak_int8_ops")) {
+    if (!j["peak_int8_ops"].is_number() || j["peak_int8_ops"].get<double>() < 0)
+      field_error(origin, "peak_int8_ops", "must be a non-negative number");
+    p.peak_int8_ops = j["peak_int8_ops"].get<double>();
+  }
+  return p;
+}
+
+std::string hw_profile_to_json(const HwProfile& p) {
+  json bw = json::array();
+  for (const BandwidthPoint& b : p.mem_read_bw) bw.push_back({{"threads", b.threads}, {"bytes_per_s", b.bytes_per_s}});
+  const json j = {{"format", kHwProfileFormat},
+                  {"date", p.date},
+                  {"cpu_model", p.cpu_model},
+                  {"cores", p.cores},
+                  {"threads", p.threads},
+                  {"simd", p.simd},
+                  {"caches", {{"l1d_bytes", p.l1d_bytes}, {"l2_bytes", p.l2_bytes}, {"l3_bytes", p.l3_bytes}}},
+                  {"mem_bytes", p.mem_bytes},
+                  {"mem_read_bw", bw},
+                  {"peak_fp32_flops", p.peak_fp32_flops},
+                  {"peak_int8_ops", p.peak_int8_ops}};
+  return j.dump(2) + "\n";
+}
+
+HwProfile load_hw_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("no hardware profile at " + path + ": run `kvlab probe` to measure this machine first");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_hw_profile(ss.str(), path);
+}
+
+}  // namespace kvlab::perf

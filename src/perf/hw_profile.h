@@ -1,0 +1,66 @@
+// The hardware profile of "this machine": what `kvlab probe` measures and
+// writes, and what the simulator loads as the hardware entry "this".
+//
+// File: ~/.cache/kvlab/hw-profile.json ($XDG_CACHE_HOME/kvlab/... when set).
+// Format (all numbers in base SI units: bytes, bytes/s, FLOP/s, op/s):
+//   {
+//     "format": "kvlab-hw-profile/1",
+//     "date": "2025-06-01T12:00:00Z",          // ISO 8601, when probed
+//     "cpu_model": "AMD EPYC 9654 96-Core Processor",
+//     "cores": 96,                             // physical cores
+//     "threads": 192,                          // hardware threads
+//     "simd": "avx512",                        // widest kernel ISA kvlab dispatches to:
+//                                              //   "avx512", "avx2", "neon" or "scalar"
+//     "caches": { "l1d_bytes": 32768,          // per core
+//                 "l2_bytes": 1048576,         // per core
+//                 "l3_bytes": 402653184 },     // whole socket
+//     "mem_bytes": 824633720832,               // installed RAM
+//     "mem_read_bw": [                         // streaming read bandwidth by thread count
+//       { "threads": 1, "bytes_per_s": 2.1e10 },
+//       { "threads": 96, "bytes_per_s": 3.6e11 } ],
+//     "peak_fp32_flops": 7.1e12,               // measured FMA throughput, all threads
+//     "peak_int8_ops": 2.8e13                  // measured int8 dot throughput, all threads;
+//                                              // 0 when not measured
+//   }
+// Unknown keys are ignored, so later probes can add fields.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvlab::perf {
+
+inline constexpr std::string_view kHwProfileFormat = "kvlab-hw-profile/1";
+
+struct BandwidthPoint {
+  int threads = 0;
+  double bytes_per_s = 0;
+};
+
+struct HwProfile {
+  std::string date;
+  std::string cpu_model;
+  int cores = 0;
+  int threads = 0;
+  std::string simd;
+  uint64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+  uint64_t mem_bytes = 0;
+  std::vector<BandwidthPoint> mem_read_bw;
+  double peak_fp32_flops = 0;
+  double peak_int8_ops = 0;
+
+  double best_read_bw() const;  // the highest point of mem_read_bw
+};
+
+// Path of the profile `kvlab probe` writes.
+std::string default_hw_profile_path();
+
+// Parse and validate; errors name `origin` and the field. Throws kvlab::Error.
+HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin);
+std::string hw_profile_to_json(const HwProfile& p);  // pretty-printed, the format above
+
+// Reads the file; a missing file is an error telling the user to run `kvlab probe`.
+HwProfile load_hw_profile(const std::string& path);
+
+}  // namespace kvlab::perf

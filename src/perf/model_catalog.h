@@ -1,0 +1,46 @@
+// Models the simulator knows by name, each a model::Config with the
+// Hugging Face config.json it was copied from; plus any GGUF file (its
+// metadata, through the engine's own loader) and any HF config.json.
+#pragma once
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "model/config.h"
+
+namespace kvlab::perf {
+
+struct ModelEntry {
+  std::string_view id;  // CLI spelling, e.g. "llama-3.1-8b"
+  model::Config config;
+  std::string_view source;  // where the hyper-parameters come from
+};
+
+std::span<const ModelEntry> model_catalog();
+
+struct ResolvedModel {
+  std::string id;  // catalog id or the path given
+  model::Config config;
+  std::string source;
+  // Average bits per weight stored in a GGUF file (file size · 8 / parameters);
+  // absent for catalog entries and config.json, whose weight format is chosen
+  // on the command line.
+  std::optional<double> file_bits_per_weight;
+};
+
+// A catalog id (case-insensitive), a path ending in ".gguf", or a path to a
+// Hugging Face config.json (any path ending in ".json"). Throws kvlab::Error.
+ResolvedModel resolve_model(std::string_view name_or_path);
+
+// Hugging Face config.json: hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads, vocab_size are required; num_key_value_heads, head_dim,
+// rope_theta, rms_norm_eps, tie_word_embeddings, max_position_embeddings,
+// model_type are optional. Errors name `origin` and the field.
+model::Config parse_hf_config(std::string_view json_text, std::string_view origin);
+
+// Throws kvlab::Error unless the dimensions are positive and consistent
+// (heads divisible by KV heads).
+void validate_config(const model::Config& c, std::string_view origin);
+
+}  // namespace kvlab::perf

@@ -1,0 +1,90 @@
+#include "sample/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_set>
+
+#include "common/error.h"
+
+namespace kvlab::sample {
+
+void validate(const Params& p) {
+  if (!(p.temperature >= 0.f) || !std::isfinite(p.temperature)) throw Error("--temp must be >= 0");
+  if (!(p.top_p > 0.f && p.top_p <= 1.f)) throw Error("--top-p must be in (0, 1]");
+  if (!(p.min_p >= 0.f && p.min_p < 1.f)) throw Error("--min-p must be in [0, 1)");
+  if (!(p.repeat_penalty > 0.f) || !std::isfinite(p.repeat_penalty)) throw Error("--repeat-penalty must be > 0");
+  if (p.repeat_last_n < 0) throw Error("repeat window must be >= 0");
+}
+
+int32_t argmax(std::span<const float> logits) {
+  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+Sampler::Sampler(const Params& p) : p_(p), rng_(p.seed) { validate(p); }
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  cand_.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) cand_[i] = {int32_t(i), logits[i], 0.f};
+
+  if (p_.repeat_penalty != 1.0f && p_.repeat_last_n > 0) {
+    const size_t n = std::min(history.size(), size_t(p_.repeat_last_n));
+    std::unordered_set<int32_t> seen(history.end() - ptrdiff_t(n), history.end());
+    for (int32_t id : seen) {
+      if (id < 0 || size_t(id) >= cand_.size()) continue;
+      float& l = cand_[size_t(id)].logit;
+      l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+    }
+  }
+  if (p_.temperature == 0.f) {
+    return std::max_element(cand_.begin(), cand_.end(), [](auto& a, auto& b) { return a.logit < b.logit; })->id;
+  }
+
+  auto by_logit = [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
+  size_t keep = cand_.size();
+  if (p_.top_k > 0 && size_t(p_.top_k) < keep) {
+    keep = size_t(p_.top_k);
+    std::partial_sort(cand_.begin(), cand_.begin() + ptrdiff_t(keep), cand_.end(), by_logit);
+  } else {
+    std::sort(cand_.begin(), cand_.end(), by_logit);
+  }
+  cand_.resize(keep);
+
+  // Softmax at temperature T over the survivors (sorted, so [0] is the max).
+  const float mx = cand_[0].logit;
+  double sum = 0;
+  for (auto& c : cand_) sum += (c.p = std::exp((c.logit - mx) / p_.temperature));
+  for (auto& c : cand_) c.p = float(c.p / sum);
+
+  // top-p (Holtzman et al. 2019): smallest prefix whose mass reaches top_p.
+  if (p_.top_p < 1.f) {
+    double cum = 0;
+    size_t n = 0;
+    while (n < cand_.size()) {
+      cum += cand_[n++].p;
+      if (cum >= p_.top_p) break;
+    }
+    cand_.resize(std::max<size_t>(n, 1));
+  }
+  // min-p: drop tokens less likely than min_p times the most likely one.
+  if (p_.min_p > 0.f) {
+    const float floor = p_.min_p * cand_[0].p;
+    size_t n = 1;
+    while (n < cand_.size() && cand_[n].p >= floor) ++n;
+    cand_.resize(n);
+  }
+
+  double total = 0;
+  for (auto& c : cand_) total += c.p;
+  // A uniform draw in [0, total) from 53 random bits: the same on every platform
+  // for a given seed (std::uniform_real_distribution is not specified that far).
+  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * total;
+  double acc = 0;
+  for (auto& c : cand_) {
+    acc += c.p;
+    if (u < acc) return c.id;
+  }
+  return cand_.back().id;
+}
+
+}  // namespace kvlab::sample

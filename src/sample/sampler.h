@@ -1,0 +1,45 @@
+// Picks the next token from a row of logits. The chain follows llama.cpp's
+// common order: repetition penalty -> top-k -> temperature -> softmax ->
+// top-p -> min-p -> draw. Temperature 0 is greedy (argmax, ties to the lower
+// id), and skips everything else.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace kvlab::sample {
+
+struct Params {
+  float temperature = 0.8f;    // 0 = greedy
+  int top_k = 40;              // <= 0: all tokens
+  float top_p = 0.95f;         // 1: off
+  float min_p = 0.05f;         // 0: off; keep p >= min_p * p_max
+  float repeat_penalty = 1.0f; // 1: off; CTRL-style (Keskar et al. 2019): logit/r if > 0 else logit*r
+  int repeat_last_n = 64;      // window of recent tokens the penalty looks at
+  uint64_t seed = 0;
+};
+
+// Throws kvlab::Error for out-of-range parameters (e.g. top_p outside (0,1]).
+void validate(const Params& p);
+
+int32_t argmax(std::span<const float> logits);
+
+class Sampler {
+ public:
+  explicit Sampler(const Params& p);
+  // `history`: the tokens so far (prompt + generated), for the penalty.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+ private:
+  struct Candidate {
+    int32_t id;
+    float logit;
+    float p;
+  };
+  Params p_;
+  std::mt19937_64 rng_;
+  std::vector<Candidate> cand_;  // reused between calls
+};
+
+}  // namespace kvlab::sample

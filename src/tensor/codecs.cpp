@@ -1,0 +1,137 @@
+// Scalar reference codecs for every block format (see blocks.h for layouts).
+// These define the formats: SIMD kernels and the quantize tool are tested
+// against them.
+#include "tensor/codecs.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/blocks.h"
+#include "tensor/half.h"
+
+namespace kvlab::tensor {
+
+// ---- plain floats ---------------------------------------------------------
+
+void dequantize_row_f32(const void* src, float* dst, size_t n) {
+  std::copy_n(static_cast<const float*>(src), n, dst);
+}
+void quantize_row_f32(const float* src, void* dst, size_t n) {
+  std::copy_n(src, n, static_cast<float*>(dst));
+}
+void dequantize_row_f16(const void* src, float* dst, size_t n) {
+  auto* h = static_cast<const uint16_t*>(src);
+  for (size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(h[i]);
+}
+void quantize_row_f16(const float* src, void* dst, size_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (size_t i = 0; i < n; ++i) h[i] = f32_to_f16(src[i]);
+}
+void dequantize_row_bf16(const void* src, float* dst, size_t n) {
+  auto* h = static_cast<const uint16_t*>(src);
+  for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(h[i]);
+}
+void quantize_row_bf16(const float* src, void* dst, size_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(src[i]);
+}
+
+// ---- Q4_0: symmetric 4-bit, x = (q - 8) * d --------------------------------
+
+void dequantize_row_q4_0(const void* src, float* dst, size_t n) {
+  auto* b = static_cast<const BlockQ4_0*>(src);
+  for (size_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = float((b[i].qs[j] & 0x0f) - 8) * d;
+      dst[j + kQK / 2] = float((b[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+// d is chosen from the element of largest magnitude, keeping its sign, so that
+// element maps exactly to q = 0 (value -8*d); this uses the asymmetric end of
+// the 4-bit range, as GGML's reference quantizer does.
+void quantize_row_q4_0(const float* src, void* dst, size_t n) {
+  auto* b = static_cast<BlockQ4_0*>(dst);
+  for (size_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax = 0.f, max = 0.f;
+    for (int j = 0; j < kQK; ++j)
+      if (std::fabs(src[j]) > amax) { amax = std::fabs(src[j]); max = src[j]; }
+    const float d = max / -8.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    b[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = std::min(15, int(src[j] * id + 8.5f));
+      const int hi = std::min(15, int(src[j + kQK / 2] * id + 8.5f));
+      b[i].qs[j] = uint8_t(lo | (hi << 4));
+    }
+  }
+}
+
+// ---- Q4_1: asymmetric 4-bit, x = q * d + m ---------------------------------
+
+void dequantize_row_q4_1(const void* src, float* dst, size_t n) {
+  auto* b = static_cast<const BlockQ4_1*>(src);
+  for (size_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = float(b[i].qs[j] & 0x0f) * d + m;
+      dst[j + kQK / 2] = float(b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+void quantize_row_q4_1(const float* src, void* dst, size_t n) {
+  auto* b = static_cast<BlockQ4_1*>(dst);
+  for (size_t i = 0; i < n / kQK; ++i, src += kQK) {
+    const auto [mn, mx] = std::minmax_element(src, src + kQK);
+    const float d = (*mx - *mn) / 15.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(*mn);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = std::min(15, int((src[j] - *mn) * id + 0.5f));
+      const int hi = std::min(15, int((src[j + kQK / 2] - *mn) * id + 0.5f));
+      b[i].qs[j] = uint8_t(lo | (hi << 4));
+    }
+  }
+}
+
+// ---- Q8_0: symmetric 8-bit, x = q * d --------------------------------------
+
+void dequantize_row_q8_0(const void* src, float* dst, size_t n) {
+  auto* b = static_cast<const BlockQ8_0*>(src);
+  for (size_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK; ++j) dst[j] = float(b[i].qs[j]) * d;
+  }
+}
+void quantize_row_q8_0(const float* src, void* dst, size_t n) {
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  for (size_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax = 0.f;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(src[j]));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    b[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQK; ++j) b[i].qs[j] = int8_t(std::lround(src[j] * id));
+  }
+}
+
+void quantize_row_q8_1(const float* src, void* dst, size_t n) {
+  auto* b = static_cast<BlockQ8_1*>(dst);
+  for (size_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax = 0.f;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(src[j]));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) {
+      b[i].qs[j] = int8_t(std::lround(src[j] * id));
+      sum += b[i].qs[j];
+    }
+    b[i].d = f32_to_f16(d);
+    b[i].s = f32_to_f16(float(sum) * d);
+  }
+}
+
+}  // namespace kvlab::tensor

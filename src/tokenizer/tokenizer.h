@@ -1,0 +1,71 @@
+// Tokenizer built from a GGUF vocabulary: byte-level BPE ("gpt2") and
+// SentencePiece-style ("llama"). Independent of the GGUF reader: the caller
+// fills a Vocab (see vocab_from_gguf in tokenizer/gguf_vocab.h).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvlab::tokenizer {
+
+// tokenizer.ggml.token_type values.
+enum class TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
+
+struct Vocab {
+  std::string model;                 // tokenizer.ggml.model: "gpt2" or "llama"
+  std::string pre;                   // tokenizer.ggml.pre: pre-tokenizer split ("smollm", "llama3", "default", ...)
+  std::vector<std::string> tokens;   // tokenizer.ggml.tokens
+  std::vector<float> scores;         // tokenizer.ggml.scores (SentencePiece); may be empty
+  std::vector<int32_t> types;        // tokenizer.ggml.token_type; may be empty (all Normal)
+  std::vector<std::string> merges;   // tokenizer.ggml.merges, "left right" (BPE)
+  int32_t bos = -1, eos = -1, eot = -1, unk = -1, pad = -1;
+  bool add_bos = false;              // tokenizer.ggml.add_bos_token
+  bool add_eos = false;
+  bool add_space_prefix = false;     // tokenizer.ggml.add_space_prefix (SentencePiece)
+  std::string chat_template;         // tokenizer.chat_template (Jinja text, informational)
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Throws kvlab::Error on an inconsistent vocabulary.
+  static std::unique_ptr<Tokenizer> create(Vocab vocab);
+
+  // `add_special`: prepend BOS (and append EOS) as the vocabulary asks.
+  // `parse_special`: recognise control/user-defined token texts such as
+  // "<|im_start|>" in `text` and emit their ids.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
+  // The exact bytes of one token (byte tokens decoded, SentencePiece "▁" -> ' ').
+  // Control tokens decode to their text only when `render_special`.
+  virtual std::string piece(int32_t id, bool render_special = false) const = 0;
+  std::string decode(const std::vector<int32_t>& ids, bool render_special = false) const;
+
+  virtual const Vocab& vocab() const = 0;
+  int32_t n_vocab() const { return int32_t(vocab().tokens.size()); }
+  bool is_end_of_generation(int32_t id) const;  // eos, eot, <|im_end|>, <|endoftext|> ...
+};
+
+// Buffers decoded bytes and releases only complete UTF-8 code points, so a
+// stream never prints half a character.
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
+  std::string push(int32_t id);  // complete code points ready to print
+  std::string flush();           // whatever remains (invalid tails as-is)
+ private:
+  const Tokenizer& tok_;
+  std::string pending_;
+};
+
+struct ChatMessage {
+  std::string role;     // "system" | "user" | "assistant"
+  std::string content;
+};
+// ChatML, as SmolLM2-Instruct's template renders it (including its default
+// system prompt when the first message is not a system message), ending with
+// the assistant header when `add_generation_prompt`.
+std::string apply_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true);
+
+}  // namespace kvlab::tokenizer

@@ -1,0 +1,49 @@
+// The real models the integration tests run on. They are required, not
+// optional: the test command fetches the default model first, and a missing
+// file is a failure, never a skip.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/model.h"
+#include "tokenizer/gguf_vocab.h"
+
+namespace kvlab::test {
+
+inline const std::string kDefaultModel = KVLAB_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+inline const std::string kStories = KVLAB_SOURCE_DIR "/../shared/models/stories260K.gguf";
+inline const std::string kGoldenDir = KVLAB_SOURCE_DIR "/tests/golden";
+
+struct LoadedModel {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+};
+
+// Loaded once per path for the whole test binary.
+inline const LoadedModel& load_model(const std::string& path) {
+  static std::map<std::string, LoadedModel> cache;
+  auto it = cache.find(path);
+  if (it == cache.end()) {
+    if (!std::filesystem::exists(path))
+      throw std::runtime_error(path + " is missing: run scripts/fetch-model.sh (the test command does)");
+    LoadedModel m;
+    m.model = model::Model::load(path);
+    m.tok = tokenizer::tokenizer_from_gguf(m.model->file());
+    it = cache.emplace(path, std::move(m)).first;
+  }
+  return it->second;
+}
+
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace kvlab::test

@@ -1,0 +1,305 @@
+// The GGUF reader against well-formed files, every kind of malformed file the
+// engine issue lists, and every truncation of a small valid file.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/tiny_model.h"
+#include "gguf/file.h"
+#include "gguf/writer.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace kvlab {
+namespace {
+
+using gguf::File;
+
+std::vector<uint8_t> small_file() {
+  gguf::Writer w;
+  w.set_string("general.architecture", "llama");
+  w.set_u32("some.u32", 7);
+  w.set_f32("some.f32", 0.5f);
+  w.set_bool("some.bool", true);
+  w.set_string_array("some.strings", {"a", "bc", ""});
+  w.set_i32_array("some.ints", {-1, 2, 3});
+  std::vector<float> t(64, 1.5f);
+  w.add_tensor("t0", {32, 2}, tensor::DType::F32, {reinterpret_cast<const uint8_t*>(t.data()), 256});
+  w.add_tensor("t1", {64}, tensor::DType::F32, {reinterpret_cast<const uint8_t*>(t.data()), 256});
+  return w.serialize();
+}
+
+std::string error_of(const std::vector<uint8_t>& bytes) {
+  try {
+    File::parse(bytes, "x.gguf");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Offset of the first tensor-table entry's dtype/offset fields in small_file().
+size_t find(const std::vector<uint8_t>& b, const std::string& s) {
+  auto it = std::search(b.begin(), b.end(), s.begin(), s.end());
+  return size_t(it - b.begin());
+}
+
+TEST(Gguf, ReadsMetadataOfEveryKindAndTensors) {
+  const auto bytes = small_file();
+  File f = File::parse(bytes, "x.gguf");
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.require_string("general.architecture"), "llama");
+  EXPECT_EQ(f.require_int("some.u32"), 7);
+  EXPECT_FLOAT_EQ(float(f.require_float("some.f32")), 0.5f);
+  EXPECT_EQ(f.get_bool("some.bool"), true);
+  EXPECT_EQ(*f.get_string_array("some.strings"), (std::vector<std::string>{"a", "bc", ""}));
+  EXPECT_EQ(*f.get_int_array("some.ints"), (std::vector<int64_t>{-1, 2, 3}));
+  ASSERT_EQ(f.tensors().size(), 2u);
+  const auto& t0 = f.require_tensor("t0", {32, 2});
+  EXPECT_EQ(t0.n_bytes, 256u);
+  float v;
+  std::memcpy(&v, t0.data, 4);
+  EXPECT_EQ(v, 1.5f);
+  EXPECT_EQ(size_t(t0.data - f.tensors()[0].data + 0) % 32, 0u);
+}
+
+TEST(Gguf, WrongKeyTypesAreNamed) {
+  File f = File::parse(small_file(), "x.gguf");
+  EXPECT_THROW(f.require_int("general.architecture"), Error);
+  try {
+    f.get_string_array("some.ints");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "x.gguf: key 'some.ints' is an array of i32, expected an array of strings");
+  }
+  try {
+    f.require_int("missing.key");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "x.gguf: missing required key 'missing.key'");
+  }
+}
+
+TEST(Gguf, BadMagic) {
+  auto b = small_file();
+  b[0] = 'X';
+  EXPECT_EQ(error_of(b), "x.gguf: bad magic: not a GGUF file");
+}
+
+TEST(Gguf, UnsupportedVersion) {
+  for (uint32_t v : {1u, 4u, 0xffffffffu}) {
+    auto b = small_file();
+    std::memcpy(&b[4], &v, 4);
+    EXPECT_EQ(error_of(b), "x.gguf: unsupported GGUF version " + std::to_string(v) + " (supported: 2, 3)");
+  }
+}
+
+TEST(Gguf, Version2IsAccepted) {
+  gguf::Writer w;
+  w.set_version(2);
+  w.set_u32("k", 1);
+  EXPECT_EQ(File::parse(w.serialize(), "v2").version(), 2u);
+}
+
+TEST(Gguf, EveryTruncationIsAnErrorNeverACrash) {
+  const auto b = small_file();
+  for (size_t n = 0; n < b.size(); ++n) {
+    std::vector<uint8_t> cut(b.begin(), b.begin() + ptrdiff_t(n));
+    const std::string e = error_of(cut);
+    ASSERT_FALSE(e.empty()) << "prefix of " << n << " bytes was accepted";
+    EXPECT_EQ(e.rfind("x.gguf: ", 0), 0u);
+  }
+}
+
+TEST(Gguf, TruncatedDataNamesTheTensor) {
+  auto b = small_file();
+  b.resize(b.size() - 10);
+  EXPECT_NE(error_of(b).find("tensor 't1' data"), std::string::npos) << error_of(b);
+  EXPECT_NE(error_of(b).find("outside the file"), std::string::npos);
+}
+
+TEST(Gguf, AbsurdCounts) {
+  auto b = small_file();
+  const uint64_t huge = 1ull << 60;
+  std::memcpy(&b[8], &huge, 8);  // tensor count
+  EXPECT_EQ(error_of(b), "x.gguf: absurd tensor count " + std::to_string(huge));
+  b = small_file();
+  std::memcpy(&b[16], &huge, 8);  // metadata count
+  EXPECT_EQ(error_of(b), "x.gguf: absurd metadata count " + std::to_string(huge));
+}
+
+TEST(Gguf, AbsurdStringLength) {
+  auto b = small_file();
+  const uint64_t huge = 1ull << 40;
+  std::memcpy(&b[24], &huge, 8);  // length of the first key
+  EXPECT_EQ(error_of(b), "x.gguf: metadata key has absurd length " + std::to_string(huge));
+  b = small_file();
+  // Length of the first string value ("llama"): right after its key and type.
+  const size_t at = find(b, "general.architecture") + 20 + 4;
+  std::memcpy(&b[at], &huge, 8);
+  EXPECT_NE(error_of(b).find("string value"), std::string::npos) << error_of(b);
+}
+
+TEST(Gguf, AbsurdArrayLength) {
+  auto b = small_file();
+  const size_t at = find(b, "some.ints") + 9 + 4 + 4;  // key, value type, element type
+  const uint64_t huge = 1ull << 61;
+  std::memcpy(&b[at], &huge, 8);
+  EXPECT_NE(error_of(b).find("exceeds the file"), std::string::npos) << error_of(b);
+}
+
+TEST(Gguf, UnknownValueType) {
+  auto b = small_file();
+  const size_t at = find(b, "some.u32") + 8;
+  const uint32_t bad = 99;
+  std::memcpy(&b[at], &bad, 4);
+  EXPECT_EQ(error_of(b), "x.gguf: key 'some.u32' has unknown value type 99");
+}
+
+// The table entry of tensor `name`: name, n_dims, dims, dtype, offset.
+struct Entry {
+  size_t n_dims, dims, dtype, offset;
+};
+Entry entry(const std::vector<uint8_t>& b, const std::string& name, size_t n_dims) {
+  const size_t at = find(b, name) + name.size();
+  return {at, at + 4, at + 4 + 8 * n_dims, at + 4 + 8 * n_dims + 4};
+}
+
+TEST(Gguf, UnknownDtype) {
+  auto b = small_file();
+  const uint32_t bad = 12;  // Q4_K: a real GGML type kvlab does not (yet) support
+  std::memcpy(&b[entry(b, "t0", 2).dtype], &bad, 4);
+  EXPECT_EQ(error_of(b), "x.gguf: tensor 't0' has unknown or unsupported dtype 12");
+}
+
+TEST(Gguf, ShapeThatDoesNotMatchTheBlockSize) {
+  gguf::Writer w;
+  std::vector<uint8_t> q(34, 0);  // one Q8_0 block
+  w.add_tensor("q", {32}, tensor::DType::Q8_0, q);
+  auto b = w.serialize();
+  const uint64_t bad = 33;
+  std::memcpy(&b[entry(b, "q", 1).dims], &bad, 8);
+  EXPECT_EQ(error_of(b), "x.gguf: tensor 'q' row length 33 is not a multiple of the q8_0 block size 32");
+}
+
+TEST(Gguf, AbsurdShapeAndDims) {
+  auto b = small_file();
+  const uint32_t five = 5;
+  std::memcpy(&b[entry(b, "t0", 2).n_dims], &five, 4);
+  EXPECT_EQ(error_of(b), "x.gguf: tensor 't0' has 5 dims (expected 1..4)");
+  b = small_file();
+  const uint64_t zero = 0;
+  std::memcpy(&b[entry(b, "t0", 2).dims], &zero, 8);
+  EXPECT_NE(error_of(b).find("absurd shape"), std::string::npos);
+}
+
+TEST(Gguf, DataOutsideTheFile) {
+  auto b = small_file();
+  const uint64_t far = 1ull << 32;
+  std::memcpy(&b[entry(b, "t1", 1).offset], &far, 8);
+  EXPECT_NE(error_of(b).find("tensor 't1' data [4294967296, +256) lies outside the file"), std::string::npos)
+      << error_of(b);
+}
+
+TEST(Gguf, OverlappingTensors) {
+  auto b = small_file();
+  const uint64_t zero = 0;
+  std::memcpy(&b[entry(b, "t1", 1).offset], &zero, 8);  // t1 on top of t0
+  EXPECT_EQ(error_of(b), "x.gguf: tensors 't0' and 't1' overlap");
+}
+
+TEST(Gguf, MisalignedOffset) {
+  auto b = small_file();
+  const uint64_t odd = 260;
+  std::memcpy(&b[entry(b, "t1", 1).offset], &odd, 8);
+  EXPECT_EQ(error_of(b), "x.gguf: tensor 't1' offset 260 is not aligned to 32");
+}
+
+TEST(Gguf, DuplicateKeyAndTensor) {
+  gguf::Writer w;
+  w.set_u32("k", 1);
+  w.set_u32("k", 2);
+  EXPECT_EQ(error_of(w.serialize()), "x.gguf: duplicate metadata key 'k'");
+  gguf::Writer t;
+  std::vector<uint8_t> d(128, 0);
+  t.add_tensor("a", {32}, tensor::DType::F32, d);
+  t.add_tensor("a", {32}, tensor::DType::F32, d);
+  EXPECT_EQ(error_of(t.serialize()), "x.gguf: duplicate tensor name 'a'");
+}
+
+TEST(Gguf, BadAlignmentKey) {
+  gguf::Writer w;
+  w.set_u32("general.alignment", 24);
+  EXPECT_EQ(error_of(w.serialize()), "x.gguf: general.alignment must be a power-of-two u32, got 24");
+}
+
+TEST(Gguf, MissingFileIsOneLine) {
+  try {
+    File::open("/nonexistent/m.gguf");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/m.gguf: cannot open: No such file or directory");
+  }
+}
+
+// Model-level validation: a structurally valid GGUF that is not a usable model.
+std::string model_error(gguf::Writer& w) {
+  const auto bytes = w.serialize();
+  try {
+    File f = File::parse(bytes, "m.gguf");
+    const auto cfg = model::load_config(f);
+    model::bind_weights(f, cfg);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GgufModel, TinyModelIsValid) {
+  auto w = test::tiny_llama({});
+  EXPECT_EQ(model_error(w), "");
+}
+
+TEST(GgufModel, MissingRequiredKey) {
+  gguf::Writer w;
+  w.set_string("general.architecture", "llama");
+  EXPECT_EQ(model_error(w), "m.gguf: missing required key 'llama.block_count'");
+}
+
+TEST(GgufModel, UnsupportedArchitecture) {
+  gguf::Writer w;
+  w.set_string("general.architecture", "mamba");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama)");
+}
+
+TEST(GgufModel, MissingTensor) {
+  test::TinySpec s;
+  s.claimed_layers = 3;  // metadata says 3 layers, tensors exist for 2
+  auto w = test::tiny_llama(s);
+  EXPECT_EQ(model_error(w), "m.gguf: missing required tensor 'blk.2.attn_norm.weight'");
+}
+
+TEST(GgufModel, WrongTensorShape) {
+  test::TinySpec s;
+  auto w = test::tiny_llama(s);
+  std::vector<uint8_t> d(64 * 4, 0);
+  w.add_tensor("blk.9.extra", {64}, tensor::DType::F32, d);  // harmless extra tensor
+  EXPECT_EQ(model_error(w), "");
+  s.n_ff = 128;
+  gguf::Writer bad = test::tiny_llama(s);
+  // Same tensors but metadata claims a different n_ff: every FFN matrix mismatches.
+  const auto bytes = bad.serialize();
+  File f = File::parse(bytes, "m.gguf");
+  auto cfg = model::load_config(f);
+  cfg.n_ff = 96;
+  try {
+    model::bind_weights(f, cfg);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "m.gguf: tensor 'blk.0.ffn_gate.weight' has shape [64, 128], expected [64, 96]");
+  }
+}
+
+}  // namespace
+}  // namespace kvlab

@@ -1,0 +1,229 @@
+// Every kernel against its scalar reference, on odd shapes, for every ISA this
+// CPU can run; and the ops against hand-computed values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <random>
+
+#include "common/tiny_model.h"
+#include "kernels/attention.h"
+#include "kernels/cpu.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/thread_pool.h"
+#include "tensor/half.h"
+
+namespace kvlab::kernels {
+namespace {
+
+using tensor::DType;
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out{Isa::Scalar};
+  if (int(cpu().best()) >= int(Isa::Avx2)) out.push_back(Isa::Avx2);
+  if (cpu().best() == Isa::Avx512) out.push_back(Isa::Avx512);
+  return out;
+}
+
+struct IsaGuard {
+  explicit IsaGuard(Isa isa) { set_isa(isa); }
+  ~IsaGuard() { set_isa(cpu().best()); }
+};
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  std::vector<float> x(n);
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+class DotKernels : public ::testing::TestWithParam<DType> {};
+
+// SIMD integer sums are exact; only the float accumulation order differs, so
+// the bound is a few ulps of the sum of |terms| (per-block scales included).
+TEST_P(DotKernels, EveryIsaMatchesScalarOnOddSizes) {
+  const DType t = GetParam();
+  const auto& info = tensor::dtype_info(t);
+  const std::vector<size_t> sizes =
+      info.block_size == 1 ? std::vector<size_t>{1, 3, 7, 8, 15, 17, 33, 64, 100, 577}
+                           : std::vector<size_t>{32, 64, 96, 160, 576, 1536 + 32};
+  const DotKernel& ref = dot_kernel(t, Isa::Scalar);
+  for (Isa isa : available_isas()) {
+    const DotKernel& k = dot_kernel(t, isa);
+    ASSERT_EQ(k.act, ref.act);
+    for (size_t n : sizes) {
+      const auto w = randn(n, uint32_t(n), 0.5f), x = randn(n, uint32_t(n) + 7, 2.f);
+      std::vector<uint8_t> wq(n / info.block_size * info.block_bytes), xa(act_row_bytes(k.act, n));
+      info.quantize(w.data(), wq.data(), n);
+      ref.quantize_act(x.data(), xa.data(), n);
+      double mag = 0;
+      for (size_t i = 0; i < n; ++i) mag += std::fabs(double(w[i]) * x[i]);
+      const float a = ref.dot(wq.data(), xa.data(), n), b = k.dot(wq.data(), xa.data(), n);
+      EXPECT_NEAR(a, b, mag * 2e-6 + 1e-6) << info.name << " " << isa_name(isa) << " n=" << n;
+    }
+  }
+}
+
+// The quantized product is close to the exact float product: the activation
+// rounding to 8 bits bounds the error (NMSE over a matrix-vector product).
+TEST_P(DotKernels, MatmulCloseToDequantizedReference) {
+  const DType t = GetParam();
+  const auto& info = tensor::dtype_info(t);
+  const size_t rows = 37, cols = 160, T = 5;
+  const auto wf = randn(rows * cols, 3, 0.1f), x = randn(T * cols, 4);
+  std::vector<uint8_t> wq(rows * cols / info.block_size * info.block_bytes);
+  info.quantize(wf.data(), wq.data(), rows * cols);
+  WeightMatrix w{t, wq.data(), rows, cols, wq.size() / rows};
+  std::vector<float> y(T * rows), yr(T * rows);
+  ThreadPool pool(2);
+  MatmulScratch s;
+  matmul(w, x.data(), T, y.data(), pool, s);
+  matmul_reference(w, x.data(), T, yr.data());
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < y.size(); ++i) err += (y[i] - yr[i]) * (y[i] - yr[i]), ref += yr[i] * yr[i];
+  const double bound = t == DType::F32 ? 1e-12 : t == DType::BF16 ? 1e-4 : t == DType::F16 ? 1e-6 : 1e-4;
+  EXPECT_LT(err / ref, bound) << info.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, DotKernels,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1),
+                         [](const auto& p) { return std::string(tensor::dtype_info(p.param).name); });
+
+// A token's output must not depend on the batch it is computed in, nor on the
+// thread count: this is what makes cached and no-cache decoding agree.
+TEST(Matmul, BatchedEqualsOneTokenAtATimeBitwise) {
+  for (DType t : {DType::F32, DType::Q4_1, DType::Q8_0}) {
+    const auto& info = tensor::dtype_info(t);
+    const size_t rows = 33, cols = 96, T = 130;
+    const auto wf = randn(rows * cols, 5, 0.1f), x = randn(T * cols, 6);
+    std::vector<uint8_t> wq(rows * cols / info.block_size * info.block_bytes);
+    info.quantize(wf.data(), wq.data(), rows * cols);
+    WeightMatrix w{t, wq.data(), rows, cols, wq.size() / rows};
+    std::vector<float> batched(T * rows), single(rows);
+    ThreadPool p2(2), p1(1);
+    MatmulScratch s;
+    matmul(w, x.data(), T, batched.data(), p2, s);
+    for (size_t i = 0; i < T; ++i) {
+      matmul(w, x.data() + i * cols, 1, single.data(), p1, s);
+      for (size_t r = 0; r < rows; ++r) ASSERT_EQ(single[r], batched[i * rows + r]) << info.name << " t=" << i;
+    }
+  }
+}
+
+TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
+  for (int n : {1, 2, 3, 8}) {
+    ThreadPool pool(n);
+    for (size_t tasks : {0u, 1u, 2u, 7u, 1000u}) {
+      std::vector<std::atomic<int>> hits(tasks);
+      for (int rep = 0; rep < 20; ++rep) pool.run(tasks, [&](size_t i, int th) {
+        ASSERT_LT(th, n);
+        hits[i].fetch_add(1);
+      });
+      for (size_t i = 0; i < tasks; ++i) ASSERT_EQ(hits[i].load(), 20);
+    }
+  }
+}
+
+// Many back-to-back tiny jobs, the decode pattern: exercises the hand-over
+// between spinning and sleeping (a lost wake-up shows up as a hang, which the
+// CTest timeout turns into a failure).
+TEST(ThreadPool, ManyTinyJobsNeverHang) {
+  for (int n : {2, 3}) {
+    ThreadPool pool(n);
+    std::atomic<long> sum{0};
+    for (int rep = 0; rep < 20000; ++rep) pool.run(2 + rep % 3, [&](size_t i, int) { sum += long(i); });
+    long want = 0;
+    for (int rep = 0; rep < 20000; ++rep) want += (1 + rep % 3) * (2 + rep % 3) / 2;
+    EXPECT_EQ(sum.load(), want);
+    // And with pauses long enough for the workers to fall asleep.
+    for (int rep = 0; rep < 5; ++rep) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      pool.run(4, [&](size_t, int) { sum += 1; });
+    }
+  }
+}
+
+TEST(Ops, RmsNormByHand) {
+  const float x[4] = {1, -1, 1, -1}, w[4] = {1, 2, 3, 4};  // mean square 1
+  float out[4];
+  rmsnorm(x, w, 4, 0.f, out);
+  EXPECT_FLOAT_EQ(out[0], 1);
+  EXPECT_FLOAT_EQ(out[1], -2);
+  EXPECT_FLOAT_EQ(out[3], -4);
+  const float y[2] = {3, 4};  // mean square 12.5
+  const float one[2] = {1, 1};
+  rmsnorm(y, one, 2, 0.f, out);
+  EXPECT_FLOAT_EQ(out[0], 3 / std::sqrt(12.5f));
+}
+
+TEST(Ops, RopePositionZeroIsIdentityAndPairsFollowTheOrder) {
+  float cs[4];
+  rope_table(0, 4, 10000.f, cs);
+  float x[4] = {1, 2, 3, 4};
+  rope(x, 4, cs, false);
+  EXPECT_EQ(x[0], 1);
+  EXPECT_EQ(x[3], 4);
+  // pos 1, dim 4, theta 10000: pair 0 angle 1 rad, pair 1 angle 1e-2 rad.
+  rope_table(1, 4, 10000.f, cs);
+  EXPECT_FLOAT_EQ(cs[0], std::cos(1.f));
+  EXPECT_NEAR(cs[3], std::sin(0.01f), 1e-7);
+  float a[4] = {1, 0, 0, 0};
+  rope(a, 4, cs, false);  // normal: (x0, x1) rotate together
+  EXPECT_FLOAT_EQ(a[0], std::cos(1.f));
+  EXPECT_FLOAT_EQ(a[1], std::sin(1.f));
+  EXPECT_EQ(a[2], 0);
+  float b[4] = {1, 0, 0, 0};
+  rope(b, 4, cs, true);  // neox: (x0, x2) rotate together
+  EXPECT_FLOAT_EQ(b[0], std::cos(1.f));
+  EXPECT_FLOAT_EQ(b[2], std::sin(1.f));
+  EXPECT_EQ(b[1], 0);
+}
+
+TEST(Ops, SoftmaxAndSilu) {
+  // Large equal offsets must not overflow: the max is subtracted first.
+  // (1000 + ln 2 is not exact in float: its ulp at 1000 is 6e-5.)
+  float x[3] = {1000, 1000, 1000 + std::log(2.f)};
+  softmax(x, 3);
+  EXPECT_NEAR(x[0], 0.25f, 2e-5);
+  EXPECT_NEAR(x[2], 0.5f, 2e-5);
+  float g[2] = {0, 2}, u[2] = {5, 1};
+  silu_mul(g, u, 2);
+  EXPECT_EQ(g[0], 0);
+  EXPECT_FLOAT_EQ(g[1], 2 / (1 + std::exp(-2.f)));
+}
+
+// One-hot keys: the query matches position 2 only, so the output is V[2].
+TEST(Attention, OneHotKeysSelectTheirValue) {
+  for (DType t : {DType::F32, DType::F16}) {
+    for (Isa isa : available_isas()) {
+      IsaGuard g(isa);
+      const size_t hd = 8, n = 5;
+      const auto& info = tensor::dtype_info(t);
+      std::vector<uint8_t> k(n * hd * info.block_bytes), v(n * hd * info.block_bytes);
+      for (size_t j = 0; j < n; ++j) {
+        std::vector<float> kr(hd, 0.f), vr(hd);
+        kr[j] = 1.f;
+        for (size_t d = 0; d < hd; ++d) vr[d] = float(10 * j + d);
+        info.quantize(kr.data(), k.data() + j * hd * info.block_bytes, hd);
+        info.quantize(vr.data(), v.data() + j * hd * info.block_bytes, hd);
+      }
+      std::vector<float> q(hd, 0.f), out(hd), scores(n);
+      q[2] = 100.f;  // score 100 vs 0: softmax weight 1 - 4e-44
+      std::vector<float> conv(hd);
+      KvView kv{k.data(), v.data(), hd * info.block_bytes, t};
+      attend(q.data(), kv, int(n), hd, 1.f, conv.data(), scores.data(), out.data());
+      for (size_t d = 0; d < hd; ++d) EXPECT_FLOAT_EQ(out[d], float(20 + d)) << info.name << " " << isa_name(isa);
+      // Only the first 2 positions visible (causal): equal scores -> mean of V0, V1.
+      attend(q.data(), kv, 2, hd, 1.f, conv.data(), scores.data(), out.data());
+      EXPECT_FLOAT_EQ(out[0], 5.f);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvlab::kernels

@@ -1,0 +1,177 @@
+// Hardware and model catalogs, the probe profile format, HF config.json.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "perf/hardware.h"
+#include "perf/hw_profile.h"
+#include "perf/model_catalog.h"
+
+namespace kvlab::perf {
+namespace {
+
+std::string error_of(const auto& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(PerfHardware, CatalogHasTheRequiredDevicesWithSources) {
+  for (const char* id : {"h100", "h200", "a100", "l4", "l40s", "rtx4090", "rtx3090", "m2-ultra", "m3-max", "epyc-9654"})
+    EXPECT_NO_THROW(find_hardware(id)) << id;
+  for (const Hardware& h : hardware_catalog()) {
+    EXPECT_FALSE(h.source.empty()) << h.id;
+    EXPECT_FALSE(h.compute_note.empty()) << h.id;
+    EXPECT_GT(h.mem_bw, 0) << h.id;
+    EXPECT_GT(h.mem_bytes, 0) << h.id;
+    ASSERT_TRUE(h.fp32) << h.id;
+    ASSERT_TRUE(h.bf16) << h.id;
+  }
+}
+
+TEST(PerfHardware, DenseFiguresAreHalfTheSparseDatasheetOnes) {
+  const Hardware h = find_hardware("H100-SXM");  // alias, any case
+  EXPECT_TRUE(h.sparse_halved);
+  EXPECT_DOUBLE_EQ(*h.bf16, 1979e12 / 2);
+  EXPECT_DOUBLE_EQ(*h.fp8, 3958e12 / 2);
+  EXPECT_DOUBLE_EQ(h.mem_bw, 3.35e12);
+  const Hardware a = find_hardware("a100");
+  EXPECT_FALSE(a.sparse_halved);  // the A100 datasheet prints dense figures
+  EXPECT_DOUBLE_EQ(*a.bf16, 312e12);
+  EXPECT_FALSE(a.fp8.has_value());
+}
+
+TEST(PerfHardware, PrecisionFallsBackToWiderMath) {
+  Precision used{};
+  EXPECT_DOUBLE_EQ(find_hardware("a100").compute_peak(Precision::FP8, &used), 312e12);
+  EXPECT_EQ(used, Precision::BF16);
+  EXPECT_DOUBLE_EQ(find_hardware("m2-ultra").compute_peak(Precision::INT8, &used), 27.2e12);
+  EXPECT_EQ(used, Precision::BF16);
+  EXPECT_DOUBLE_EQ(find_hardware("h100").compute_peak(Precision::FP32, &used), 67e12);
+  EXPECT_EQ(used, Precision::FP32);
+}
+
+TEST(PerfHardware, UnknownIdListsTheCatalog) {
+  const std::string e = error_of([] { find_hardware("tpu-v9"); });
+  EXPECT_NE(e.find("unknown hardware 'tpu-v9'"), std::string::npos) << e;
+  EXPECT_NE(e.find("h100"), std::string::npos) << e;
+}
+
+constexpr const char* kProfile = R"({
+  "format": "kvlab-hw-profile/1",
+  "date": "2025-06-01T12:00:00Z",
+  "cpu_model": "Test CPU",
+  "cores": 2, "threads": 4, "simd": "avx2",
+  "caches": {"l1d_bytes": 32768, "l2_bytes": 524288, "l3_bytes": 8388608},
+  "mem_bytes": 8589934592,
+  "mem_read_bw": [{"threads": 1, "bytes_per_s": 1.2e10}, {"threads": 2, "bytes_per_s": 1.9e10}],
+  "peak_fp32_flops": 1.5e11,
+  "peak_int8_ops": 6e11
+})";
+
+TEST(PerfHwProfile, ParsesAndRoundTrips) {
+  const HwProfile p = parse_hw_profile(kProfile, "test");
+  EXPECT_EQ(p.cpu_model, "Test CPU");
+  EXPECT_EQ(p.threads, 4);
+  EXPECT_EQ(p.l2_bytes, 524288u);
+  EXPECT_DOUBLE_EQ(p.best_read_bw(), 1.9e10);
+  const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "round trip");
+  EXPECT_EQ(q.mem_read_bw.size(), 2u);
+  EXPECT_DOUBLE_EQ(q.peak_int8_ops, 6e11);
+}
+
+TEST(PerfHwProfile, RejectsBadFieldsByName) {
+  EXPECT_EQ(error_of([] { parse_hw_profile(R"({"format": "other"})", "p.json"); }),
+            "p.json: field 'format' must be \"kvlab-hw-profile/1\"");
+  std::string no_bw = kProfile;
+  no_bw.replace(no_bw.find("\"mem_read_bw\""), 13, "\"bandwidths\"");
+  EXPECT_EQ(error_of([&] { parse_hw_profile(no_bw, "p.json"); }),
+            "p.json: field 'mem_read_bw' missing or not a non-empty array of {threads, bytes_per_s}");
+  EXPECT_NE(error_of([] { parse_hw_profile("{", "p.json"); }).find("p.json: not valid JSON"), std::string::npos);
+}
+
+TEST(PerfHwProfile, ThisMachineComesFromTheProfile) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "kvlab-perf-test-profile.json";
+  std::ofstream(path) << kProfile;
+  const Hardware h = find_hardware("this", path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(h.kind, HwKind::Cpu);
+  EXPECT_DOUBLE_EQ(*h.fp32, 1.5e11);
+  EXPECT_DOUBLE_EQ(*h.int8, 6e11);
+  EXPECT_DOUBLE_EQ(h.mem_bw, 1.9e10);
+  EXPECT_NE(h.name.find("Test CPU"), std::string::npos);
+
+  const std::string e = error_of([&] { find_hardware("this", path.string()); });
+  EXPECT_EQ(e, "no hardware profile at " + path.string() + ": run `kvlab probe` to measure this machine first");
+}
+
+TEST(PerfModels, CatalogHasTheRequiredModels) {
+  for (const char* id : {"llama-3.1-8b", "llama-2-7b", "mistral-7b", "qwen2.5-7b", "llama-3.1-70b", "smollm2-135m",
+                         "smollm2-360m", "smollm2-1.7b"}) {
+    const ResolvedModel m = resolve_model(id);
+    EXPECT_FALSE(m.source.empty()) << id;
+    EXPECT_NO_THROW(validate_config(m.config, id));
+  }
+  EXPECT_EQ(resolve_model("LLAMA-3.1-8B").config.n_head_kv, 8);
+}
+
+constexpr const char* kHfConfig = R"({
+  "architectures": ["LlamaForCausalLM"],
+  "model_type": "llama",
+  "hidden_size": 4096,
+  "intermediate_size": 14336,
+  "num_hidden_layers": 32,
+  "num_attention_heads": 32,
+  "num_key_value_heads": 8,
+  "vocab_size": 128256,
+  "head_dim": null,
+  "rope_theta": 500000.0,
+  "rms_norm_eps": 1e-05,
+  "tie_word_embeddings": false,
+  "max_position_embeddings": 131072
+})";
+
+TEST(PerfModels, HfConfigJsonMatchesTheCatalogEntry) {
+  const model::Config c = parse_hf_config(kHfConfig, "config.json");
+  const model::Config& ref = resolve_model("llama-3.1-8b").config;
+  EXPECT_EQ(c.n_layer, ref.n_layer);
+  EXPECT_EQ(c.n_embd, ref.n_embd);
+  EXPECT_EQ(c.n_ff, ref.n_ff);
+  EXPECT_EQ(c.n_head_kv, ref.n_head_kv);
+  EXPECT_EQ(c.head_dim, 128);  // null: hidden_size / heads
+  EXPECT_EQ(c.n_vocab, ref.n_vocab);
+  EXPECT_FLOAT_EQ(c.rope_theta, 500000.f);
+  EXPECT_EQ(c.n_ctx_train, 131072);
+  EXPECT_FALSE(c.tied_embeddings);
+  EXPECT_EQ(c.name, "LlamaForCausalLM");
+
+  // A config.json file on disk resolves the same way.
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "kvlab-perf-test-config.json";
+  std::ofstream(path) << kHfConfig;
+  EXPECT_EQ(resolve_model(path.string()).config.n_ff, 14336);
+  std::filesystem::remove(path);
+}
+
+TEST(PerfModels, HfConfigErrorsNameTheField) {
+  EXPECT_EQ(error_of([] { parse_hf_config(R"({"intermediate_size": 1})", "c.json"); }),
+            "c.json: field 'hidden_size' missing (expected a positive integer)");
+  EXPECT_EQ(error_of([] {
+              parse_hf_config(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                                  "num_attention_heads": 6, "num_key_value_heads": 4, "vocab_size": 10,
+                                  "head_dim": 8})",
+                              "c.json");
+            }),
+            "c.json: attention heads (6) must be a multiple of KV heads (4)");
+  EXPECT_EQ(error_of([] { parse_hf_config(R"({"hidden_size": -4})", "c.json"); }),
+            "c.json: field 'hidden_size' must be a positive integer");
+  EXPECT_NE(error_of([] { resolve_model("gpt-9"); }).find("unknown model 'gpt-9'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvlab::perf

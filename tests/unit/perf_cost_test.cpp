@@ -1,0 +1,140 @@
+// perf::Cost on configurations small enough to count by hand, and on real
+// models against published parameter counts.
+#include <gtest/gtest.h>
+
+#include "perf/cost.h"
+#include "perf/model_catalog.h"
+
+namespace kvlab::perf {
+namespace {
+
+// 2 layers, d_model 8, d_ff 16, 2 query heads and 1 KV head of width 4,
+// vocabulary 10, untied output.
+model::Config tiny() {
+  model::Config c;
+  c.arch = "llama";
+  c.n_layer = 2;
+  c.n_embd = 8;
+  c.n_ff = 16;
+  c.n_head = 2;
+  c.n_head_kv = 1;
+  c.head_dim = 4;
+  c.rope_dim = 4;
+  c.n_vocab = 10;
+  return c;
+}
+
+Pass pass(int64_t t, int64_t past, int64_t batch = 1) {
+  Pass p;
+  p.new_tokens = t;
+  p.past = past;
+  p.batch = batch;
+  p.weight_bytes = 1.0;
+  p.kv_bytes = 2.0;
+  p.act_bytes = 4.0;
+  return p;
+}
+
+TEST(PerfCost, EveryOpOfATinyPassByHand) {
+  // T = 3 new tokens after P = 2 cached: query i sees 3 + i positions, so
+  // the causal pairs are 3 + 4 + 5 = 12 = T·P + T(T+1)/2.
+  const Cost c = forward_cost(tiny(), pass(3, 2));
+  // Per layer x 2 layers.
+  EXPECT_DOUBLE_EQ(c[Op::AttnNorm].flops, 2 * (4.0 * 3 * 8));  // 4 FLOP per element
+  EXPECT_DOUBLE_EQ(c[Op::Q].flops, 2 * (2.0 * 3 * 8 * 8));     // 2·T·d·q_dim
+  EXPECT_DOUBLE_EQ(c[Op::K].flops, 2 * (2.0 * 3 * 8 * 4));     // 2·T·d·kv_dim
+  EXPECT_DOUBLE_EQ(c[Op::V].flops, c[Op::K].flops);
+  EXPECT_DOUBLE_EQ(c[Op::Rope].flops, 2 * (3.0 * 4 * (2 + 1) * 3));  // 3 per rotated dim, Q and K heads
+  EXPECT_DOUBLE_EQ(c[Op::Scores].flops, 2 * (2.0 * 4 * 2 * 12));     // 2·head_dim·heads·pairs
+  EXPECT_DOUBLE_EQ(c[Op::Softmax].flops, 2 * (6.0 * 2 * 12));        // 6 per score
+  EXPECT_DOUBLE_EQ(c[Op::AttnV].flops, c[Op::Scores].flops);
+  EXPECT_DOUBLE_EQ(c[Op::O].flops, 2 * (2.0 * 3 * 8 * 8));
+  EXPECT_DOUBLE_EQ(c[Op::Gate].flops, 2 * (2.0 * 3 * 8 * 16));
+  EXPECT_DOUBLE_EQ(c[Op::Up].flops, c[Op::Gate].flops);
+  EXPECT_DOUBLE_EQ(c[Op::Down].flops, c[Op::Gate].flops);
+  EXPECT_DOUBLE_EQ(c[Op::SiluMul].flops, 2 * (5.0 * 3 * 16));  // 5 per element
+  EXPECT_DOUBLE_EQ(c[Op::Residual].flops, 2 * (2.0 * 3 * 8));
+  EXPECT_DOUBLE_EQ(c[Op::Embedding].flops, 0.0);
+  EXPECT_DOUBLE_EQ(c[Op::OutputNorm].flops, 4.0 * 8);  // last token only
+  EXPECT_DOUBLE_EQ(c[Op::LmHead].flops, 2.0 * 8 * 10);
+  EXPECT_DOUBLE_EQ(c.flops(), 9336.0);
+
+  // Weights: rows·cols·bytes, once per pass; norm gains are f32.
+  EXPECT_DOUBLE_EQ(c[Op::Q].weight_bytes, 2 * 64.0);
+  EXPECT_DOUBLE_EQ(c[Op::K].weight_bytes, 2 * 32.0);
+  EXPECT_DOUBLE_EQ(c[Op::Gate].weight_bytes, 2 * 128.0);
+  EXPECT_DOUBLE_EQ(c[Op::AttnNorm].weight_bytes, 2 * 8 * 4.0);
+  EXPECT_DOUBLE_EQ(c[Op::Embedding].weight_bytes, 3 * 8.0);  // only the rows looked up
+  EXPECT_DOUBLE_EQ(c[Op::LmHead].weight_bytes, 80.0);
+  EXPECT_DOUBLE_EQ(c.total().weight_bytes, 1416.0);
+
+  // KV: write T = 3 positions, read P + T = 5, K and V, 4 wide, 2 bytes, 2 layers.
+  EXPECT_DOUBLE_EQ(c[Op::K].kv_bytes, 2 * 3 * 4 * 2.0);
+  EXPECT_DOUBLE_EQ(c[Op::Scores].kv_bytes, 2 * 5 * 4 * 2.0);
+  EXPECT_DOUBLE_EQ(c[Op::AttnV].kv_bytes, 2 * 5 * 4 * 2.0);
+  EXPECT_DOUBLE_EQ(c.total().kv_bytes, 96.0 + 160.0);
+  EXPECT_DOUBLE_EQ(c.dram_bytes(), 1416.0 + 256.0);
+
+  // Activations are counted, but kept out of dram_bytes().
+  EXPECT_DOUBLE_EQ(c[Op::Q].act_bytes, 2 * 3 * (8 + 8) * 4.0);
+  EXPECT_GT(c.total().act_bytes, 0.0);
+}
+
+TEST(PerfCost, CausalTriangleIsCountedExactly) {
+  // Prefill of T tokens: T(T+1)/2 query-key pairs, not T².
+  for (int64_t t : {1, 2, 7, 64}) {
+    const Cost c = forward_cost(tiny(), pass(t, 0));
+    EXPECT_DOUBLE_EQ(c[Op::Scores].flops, 2.0 * (2.0 * 4 * 2) * double(t * (t + 1) / 2)) << t;
+  }
+  // One decode step at position P attends over P + 1 positions.
+  EXPECT_DOUBLE_EQ(forward_cost(tiny(), pass(1, 99))[Op::Scores].flops, 2.0 * (2.0 * 4 * 2) * 100);
+}
+
+TEST(PerfCost, LogitsForAllTokensAndBatch) {
+  Pass p = pass(5, 0);
+  EXPECT_DOUBLE_EQ(forward_cost(tiny(), p)[Op::LmHead].flops, 2.0 * 8 * 10);
+  p.logits_for_all_tokens = true;
+  EXPECT_DOUBLE_EQ(forward_cost(tiny(), p)[Op::LmHead].flops, 5 * 2.0 * 8 * 10);
+
+  // A batch shares the weights and multiplies everything per sequence.
+  const Cost one = forward_cost(tiny(), pass(1, 10, 1));
+  const Cost four = forward_cost(tiny(), pass(1, 10, 4));
+  EXPECT_DOUBLE_EQ(four.flops(), 4 * one.flops());
+  EXPECT_DOUBLE_EQ(four.total().kv_bytes, 4 * one.total().kv_bytes);
+  EXPECT_DOUBLE_EQ(four[Op::Q].weight_bytes, one[Op::Q].weight_bytes);
+}
+
+TEST(PerfCost, DecodeIsTwoFlopsPerParameter) {
+  // Kaplan et al. 2020: a forward pass costs ~2N FLOPs per token, N the
+  // non-embedding parameters (the LM head is a matmul and counts).
+  const model::Config c = resolve_model("llama-3.1-8b").config;
+  const ParamCount n = param_count(c);
+  const double flops = forward_cost(c, Pass{}).flops();
+  EXPECT_NEAR(flops / (2.0 * (n.layers + n.lm_head)), 1.0, 0.005);
+}
+
+TEST(PerfCost, ParameterCountsMatchThePublishedOnes) {
+  EXPECT_DOUBLE_EQ(param_count(resolve_model("llama-3.1-8b").config).total(), 8030261248.0);
+  EXPECT_DOUBLE_EQ(param_count(resolve_model("llama-2-7b").config).total(), 6738415616.0);
+  // Tied embeddings: no separate output matrix.
+  const ParamCount smol = param_count(resolve_model("smollm2-135m").config);
+  EXPECT_DOUBLE_EQ(smol.lm_head, 0.0);
+  EXPECT_NEAR(smol.total() / 1e6, 134.5, 0.5);
+}
+
+TEST(PerfCost, KvBytesPerTokenGqaAgainstMha) {
+  // Llama-3.1-8B: GQA, 8 KV heads of 128: 2 · 32 layers · 1024 · 2 bytes.
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(resolve_model("llama-3.1-8b").config, 2.0), 131072.0);
+  // Llama-2-7B: MHA, 32 KV heads of 128: four times as much.
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(resolve_model("llama-2-7b").config, 2.0), 524288.0);
+  // Tiny: 2 · 2 layers · 4 · 2 bytes.
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(tiny(), 2.0), 32.0);
+}
+
+TEST(PerfCost, OpNamesAreDistinct) {
+  for (size_t i = 0; i < kOpCount; ++i)
+    for (size_t j = i + 1; j < kOpCount; ++j) EXPECT_NE(op_name(Op(i)), op_name(Op(j)));
+}
+
+}  // namespace
+}  // namespace kvlab::perf
