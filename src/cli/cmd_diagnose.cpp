@@ -1,7 +1,6 @@
 // kvlab diagnose: which phase struggles given a user's TTFT and decode rate,
 // why (roofline of each phase), which upgrade and which software remedies
 // help; with --answer, grades a free-text diagnosis of the same case.
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -41,20 +40,11 @@ struct DiagnoseCliOptions {
 
 // "auto": a GGUF file's own bits per weight (priced at the nearest named
 // format's precision); otherwise bf16.
-void choose_weights(const std::string& w, const perf::ResolvedModel& m, perf::DiagnoseOptions& d) {
-  if (w != "auto") {
-    d.weights = w;
-    return;
-  }
-  d.weights = "bf16";
-  if (!m.file_bits_per_weight) return;
-  double best = 1e9;
-  for (const perf::NumberFormat& f : perf::number_formats())
-    if (std::fabs(f.bits - *m.file_bits_per_weight) < best) {
-      best = std::fabs(f.bits - *m.file_bits_per_weight);
-      d.weights = std::string(f.name);
-    }
-  d.weight_bits = *m.file_bits_per_weight;
+void choose_weights(const std::string& weights, const perf::ResolvedModel& m, perf::DiagnoseOptions& d) {
+  d.weights = weights == "auto" ? "bf16" : weights;
+  if (weights != "auto" || !m.file_bits_per_weight) return;
+  d.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
+  d.weight_bits = m.file_bits_per_weight;
 }
 
 void diagnose(const DiagnoseCliOptions& o) {

@@ -1,7 +1,6 @@
 // kvlab simulate: the analytical model's prediction of a generation on
 // catalog hardware (TTFT, then every decode step with and without the KV
 // cache), its chart, the catalogs, and the check against published numbers.
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -43,33 +42,25 @@ perf::Efficiency efficiency(const SimulateOptions& o) { return {o.eff_bw, o.eff_
 
 // "auto": a GGUF file is priced at its own average bits per weight, with the
 // compute precision of the named format closest in size; anything else is bf16.
-void choose_weights(const SimulateOptions& o, const perf::ResolvedModel& m, perf::SimOptions& opt) {
-  if (o.weights != "auto") {
-    opt.weights = o.weights;
-    return;
-  }
-  opt.weights = "bf16";
-  if (!m.file_bits_per_weight) return;
-  double best = 1e9;
-  for (const perf::NumberFormat& f : perf::number_formats())
-    if (std::fabs(f.bits - *m.file_bits_per_weight) < best) {
-      best = std::fabs(f.bits - *m.file_bits_per_weight);
-      opt.weights = std::string(f.name);
-    }
-  opt.weight_bits = *m.file_bits_per_weight;
+void choose_weights(const std::string& weights, const perf::ResolvedModel& m, perf::SimOptions& opt) {
+  opt.weights = weights == "auto" ? "bf16" : weights;
+  if (weights != "auto" || !m.file_bits_per_weight) return;
+  opt.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
+  opt.weight_bits = m.file_bits_per_weight;
 }
 
 void list_catalogs() {
   std::printf(
-      "## Hardware (dense peaks)\n\n| id | name | fp32 | bf16/fp16 | fp8 | int8 | bandwidth | memory | source "
-      "| note |\n|---|---|---|---|---|---|---|---|---|---|\n");
+      "## Hardware (dense peaks)\n\n| id | name | kind | fp32 | bf16/fp16 | fp8 | int8 | bandwidth | memory | source "
+      "| note |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   auto peak = [](const std::optional<double>& v) { return v ? perf::fmt_flops(*v) : std::string("-"); };
   auto tops = [](const std::optional<double>& v) { return v ? perf::fmt_num(*v / 1e12) + " TOPS" : std::string("-"); };
   for (const perf::Hardware& h : perf::hardware_catalog())
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.id.c_str(), h.name.c_str(),
-                peak(h.fp32).c_str(), peak(h.bf16).c_str(), peak(h.fp8).c_str(), tops(h.int8).c_str(),
-                perf::fmt_bandwidth(h.mem_bw).c_str(), h.memory.c_str(), h.source.c_str(), h.compute_note.c_str());
-  std::printf("| this | this machine | from `kvlab probe` (%s) | | | | | | | |\n\n",
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.id.c_str(), h.name.c_str(),
+                std::string(perf::hw_kind_name(h.kind)).c_str(), peak(h.fp32).c_str(), peak(h.bf16).c_str(),
+                peak(h.fp8).c_str(), tops(h.int8).c_str(), perf::fmt_bandwidth(h.mem_bw).c_str(), h.memory.c_str(),
+                h.source.c_str(), h.compute_note.c_str());
+  std::printf("| this | this machine | cpu | from `kvlab probe` (%s) | | | | | | | |\n\n",
               perf::default_hw_profile_path().c_str());
   std::printf(
       "## Models\n\n| id | params | layers | d_model | d_ff | heads (q/kv) | vocab | source |\n"
@@ -99,7 +90,7 @@ void simulate(const SimulateOptions& o) {
   opt.prompt = o.prompt;
   opt.gen = o.gen;
   opt.batch = o.batch;
-  choose_weights(o, m, opt);
+  choose_weights(o.weights, m, opt);
   opt.kv = o.kv;
   if (o.compute != "auto") opt.compute = perf::parse_precision(o.compute);
   opt.eff = efficiency(o);

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   kvlab::cli::add_tokenize_command(app);
   kvlab::cli::add_info_command(app);
   kvlab::cli::add_demo_command(app);
+  kvlab::cli::add_quantize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

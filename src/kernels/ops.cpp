@@ -7,7 +7,9 @@ namespace kvlab::kernels {
 
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out) {
   double ss = 0;
-  for (size_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  // Squares rounded to float, summed in double: the order GGML uses, so the
+  // normalised activations (and their 8-bit quantization) match llama.cpp.
+  for (size_t i = 0; i < n; ++i) ss += double(x[i] * x[i]);
   const float scale = 1.0f / std::sqrt(float(ss / double(n)) + eps);
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }

@@ -1,6 +1,7 @@
 #include "perf/formats.h"
 
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -62,6 +63,13 @@ const NumberFormat& kv_format(std::string_view name) {
   for (const NumberFormat& f : kFormats)
     if (f.name == name && f.for_kv) return f;
   throw Error("unknown KV cache format '" + std::string(name) + "' (expected one of: " + names(true) + ")");
+}
+
+const NumberFormat& nearest_weight_format(double bits) {
+  const NumberFormat* best = &kFormats[0];
+  for (const NumberFormat& f : kFormats)
+    if (std::fabs(f.bits - bits) < std::fabs(best->bits - bits)) best = &f;
+  return *best;
 }
 
 Precision parse_precision(std::string_view name) {

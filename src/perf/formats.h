@@ -29,6 +29,9 @@ std::span<const NumberFormat> number_formats();
 // Throws kvlab::Error listing the accepted names.
 const NumberFormat& weight_format(std::string_view name);
 const NumberFormat& kv_format(std::string_view name);
+// The named weight format closest in size to `bits` per weight (e.g. a GGUF
+// file's average), whose compute precision then prices it.
+const NumberFormat& nearest_weight_format(double bits);
 Precision parse_precision(std::string_view name);  // "fp32", "tf32", "bf16", "fp8", "int8"
 
 }  // namespace kvlab::perf

@@ -18,6 +18,15 @@ void check_fraction(double v, const char* what) {
   if (!(v > 0 && v <= 1)) throw Error(std::string(what) + " must be in (0, 1], got " + fmt_num(v));
 }
 
+// The Pass shape (dtypes, batch) a simulation prices.
+Pass pass_shape(const Simulation& s) {
+  Pass p;
+  p.batch = s.opt.batch;
+  p.weight_bytes = s.weight_bits / 8.0;
+  p.kv_bytes = s.kv_bits / 8.0;
+  return p;
+}
+
 }  // namespace
 
 Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff) {
@@ -66,14 +75,6 @@ std::optional<int64_t> nocache_crossover(const model::Config& c, const Pass& sha
       lo = mid + 1;
   }
   return lo - 1;  // position p is fed with T = p + 1 tokens
-}
-
-Pass pass_shape(const Simulation& s) {
-  Pass p;
-  p.batch = s.opt.batch;
-  p.weight_bytes = s.weight_bits / 8.0;
-  p.kv_bytes = s.kv_bits / 8.0;
-  return p;
 }
 
 Simulation simulate(const std::string& model_id, const model::Config& model, const Hardware& hw,

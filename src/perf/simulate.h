@@ -105,7 +105,4 @@ struct Simulation {
 // Throws kvlab::Error for out-of-range options.
 Simulation simulate(const std::string& model_id, const model::Config& model, const Hardware& hw, const SimOptions& opt);
 
-// The Pass shape (dtypes, batch) a simulation prices.
-Pass pass_shape(const Simulation& s);
-
 }  // namespace kvlab::perf

@@ -111,9 +111,9 @@ void quantize_row_q8_0(const float* src, void* dst, size_t n) {
     float amax = 0.f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(src[j]));
     const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
+    const float id = amax != 0.f ? 127.f / amax : 0.f;
     b[i].d = f32_to_f16(d);
-    for (int j = 0; j < kQK; ++j) b[i].qs[j] = int8_t(std::lround(src[j] * id));
+    for (int j = 0; j < kQK; ++j) b[i].qs[j] = int8_t(std::nearbyint(src[j] * id));
   }
 }
 
@@ -123,10 +123,10 @@ void quantize_row_q8_1(const float* src, void* dst, size_t n) {
     float amax = 0.f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(src[j]));
     const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
+    const float id = amax != 0.f ? 127.f / amax : 0.f;
     int sum = 0;
     for (int j = 0; j < kQK; ++j) {
-      b[i].qs[j] = int8_t(std::lround(src[j] * id));
+      b[i].qs[j] = int8_t(std::nearbyint(src[j] * id));
       sum += b[i].qs[j];
     }
     b[i].d = f32_to_f16(d);

@@ -49,8 +49,11 @@ TEST(PerfDiagnose, TheSeedsCaseIsDecodeAndMemoryBandwidth) {
   // Remedies are ranked; the first speeds up the user's own stream.
   ASSERT_FALSE(d.remedies.empty());
   EXPECT_FALSE(d.remedies.front().aggregate);
-  for (size_t i = 1; i < d.remedies.size(); ++i)
-    if (d.remedies[i].aggregate == d.remedies[i - 1].aggregate) EXPECT_LE(d.remedies[i].gain, d.remedies[i - 1].gain);
+  for (size_t i = 1; i < d.remedies.size(); ++i) {
+    if (d.remedies[i].aggregate == d.remedies[i - 1].aggregate) {
+      EXPECT_LE(d.remedies[i].gain, d.remedies[i - 1].gain);
+    }
+  }
   // 50 ms reads the 15 GB of weights at ≥ 300 GB/s: 10x the decode's bandwidth.
   EXPECT_TRUE(has_finding(d, "The TTFT is too fast for the bandwidth the decode rate implies"));
   const std::string md = render_diagnosis(d, Format::Md);

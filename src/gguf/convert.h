@@ -1,0 +1,24 @@
+// Re-encodes a GGUF model's weights in another format (`kvlab quantize`):
+// every matrix (2-D tensor) is dequantized with its reference codec and
+// quantized to the target; vectors (norm weights) stay f32. Metadata is copied
+// unchanged apart from general.file_type.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "gguf/file.h"
+#include "tensor/dtype.h"
+
+namespace kvlab::gguf {
+
+struct ConvertStats {
+  uint64_t tensors = 0, converted = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+// Throws kvlab::Error when a matrix row is not a whole number of target
+// blocks, or on I/O failure (the output is written atomically).
+ConvertStats convert_file(const File& in, const std::string& out_path, tensor::DType target,
+                          const std::function<void(const std::string& tensor)>& progress = {});
+
+}  // namespace kvlab::gguf
