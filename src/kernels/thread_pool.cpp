@@ -34,7 +34,7 @@ void ThreadPool::work(uint32_t gen, int thread) {
   for (;;) {
     if (uint32_t(c >> 32) != gen) return;  // a newer job: not ours to touch
     const uint32_t i = uint32_t(c);
-    if (i >= n_tasks_.load(std::memory_order_relaxed)) return;
+    if (i >= n_tasks_.load(std::memory_order_acquire)) return;
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
     (*job_)(i, thread);
     if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_tasks_.load(std::memory_order_relaxed)) {
@@ -72,10 +72,14 @@ void ThreadPool::run(size_t n_tasks, const Task& fn) {
   }
   if (n_tasks > UINT32_MAX) throw Error("too many tasks for one job");
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  // Retire the previous job's claim word first: a worker still looping in the
+  // previous job may hold a stale copy of it, and its CAS must fail before it
+  // can see the new task count (or it would claim a phantom task of the old
+  // job and run it with the new job's function).
+  claim_.store(uint64_t(gen) << 32, std::memory_order_seq_cst);
   job_ = &fn;
-  n_tasks_.store(uint32_t(n_tasks), std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
-  claim_.store(uint64_t(gen) << 32, std::memory_order_release);
+  n_tasks_.store(uint32_t(n_tasks), std::memory_order_release);
   {
     std::lock_guard lk(mu_);  // a worker checks generation_ under mu_ before sleeping
     generation_.store(gen, std::memory_order_release);

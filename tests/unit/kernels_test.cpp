@@ -148,6 +148,23 @@ TEST(ThreadPool, ManyTinyJobsNeverHang) {
   }
 }
 
+// Jobs of changing sizes back to back: a worker still leaving one job must
+// never claim a task index of it once the next, larger job is being set up.
+TEST(ThreadPool, ChangingJobSizesRunEachTaskOnce) {
+  ThreadPool pool(3);
+  for (int rep = 0; rep < 20000; ++rep) {
+    const size_t n = 2 + size_t(rep * 7 % 37);
+    std::vector<std::atomic<int>> hits(n);
+    std::atomic<int> out_of_range{0};
+    pool.run(n, [&](size_t i, int) {
+      if (i >= n) ++out_of_range;
+      else hits[i].fetch_add(1);
+    });
+    ASSERT_EQ(out_of_range.load(), 0) << "rep " << rep;
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "rep " << rep << " task " << i;
+  }
+}
+
 TEST(Ops, RmsNormByHand) {
   const float x[4] = {1, -1, 1, -1}, w[4] = {1, 2, 3, 4};  // mean square 1
   float out[4];
