@@ -13,6 +13,7 @@ void add_tokenize_command(CLI::App& root);
 void add_info_command(CLI::App& root);
 void add_demo_command(CLI::App& root);
 void add_quantize_command(CLI::App& root);
+void add_bench_command(CLI::App& root);
 void add_simulate_command(CLI::App& root);
 void add_diagnose_command(CLI::App& root);
 

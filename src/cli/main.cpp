@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   kvlab::cli::add_info_command(app);
   kvlab::cli::add_demo_command(app);
   kvlab::cli::add_quantize_command(app);
+  kvlab::cli::add_bench_command(app);
+  kvlab::cli::add_simulate_command(app);
+  kvlab::cli::add_diagnose_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

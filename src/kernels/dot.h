@@ -15,6 +15,7 @@
 // float accumulation differs).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/cpu.h"
 #include "tensor/dtype.h"
@@ -29,7 +30,18 @@ struct DotKernel {
   void (*quantize_act)(const float* x, void* out, size_t n);
   // Dot product of one weight row and one converted activation row, n elements.
   float (*dot)(const void* w_row, const void* act_row, size_t n);
+  // The same for 4 activation rows `act_stride` bytes apart (prefill): the
+  // weight row is decoded once per block and reused. Each of the 4 results is
+  // bit-identical to dot() on that row (same operations in the same order),
+  // so a token's output never depends on the batch it was computed in.
+  void (*dot4)(const void* w_row, const void* act, size_t act_stride, size_t n, float* out);
 };
+
+// dot4 for kernels without a fused one: four calls of dot.
+template <float (*Dot)(const void*, const void*, size_t)>
+void dot4_by_rows(const void* w, const void* act, size_t stride, size_t n, float* out) {
+  for (int t = 0; t < 4; ++t) out[t] = Dot(w, static_cast<const uint8_t*>(act) + size_t(t) * stride, n);
+}
 
 size_t act_row_bytes(ActFormat f, size_t n);
 // Throws kvlab::Error when the weight dtype has no kernel.

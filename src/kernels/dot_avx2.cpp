@@ -92,54 +92,120 @@ float dot_bf16(const void* w, const void* a, size_t n) {
   return s;
 }
 
-float dot_q8_0(const void* w, const void* a, size_t n) {
-  auto* x = static_cast<const BlockQ8_0*>(w);
-  auto* y = static_cast<const BlockQ8_0*>(a);
-  __m256 acc = _mm256_setzero_ps();
+// Quantized blocks, for NT activation rows at once (NT = 1: decode). Each row
+// has its own accumulator and sees exactly the operations the NT = 1 kernel
+// performs, so results do not depend on NT. The weight block is decoded once.
+// `Block` is the weight block, `Unpack` returns its 32 values as bytes,
+// `Product` multiplies them with 32 activation bytes into 8 int32 sums.
+template <int NT, class ActBlock, class WBlock, class Unpack, class Product, class Offset>
+inline void dot_blocks(const WBlock* x, const uint8_t* act, size_t stride, size_t n, float* out, Unpack unpack,
+                       Product product, Offset offset) {
+  __m256 acc[NT];
+  float off[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), off[t] = 0.f;
   for (size_t b = 0; b < n / kQK; ++b) {
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
-    const __m256 d = _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d));
-    acc = _mm256_fmadd_ps(d, dot_i8_i8(qx, qy), acc);
+    const __m256i qx = unpack(x[b]);
+    const float dx = h2f(x[b].d);
+    for (int t = 0; t < NT; ++t) {
+      const ActBlock& y = reinterpret_cast<const ActBlock*>(act + size_t(t) * stride)[b];
+      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * h2f(y.d)), product(qx, qy), acc[t]);
+      offset(x[b], y, off[t]);
+    }
   }
-  return hsum(acc);
+  for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]) + off[t];
 }
 
-float dot_q4_0(const void* w, const void* a, size_t n) {
-  auto* x = static_cast<const BlockQ4_0*>(w);
-  auto* y = static_cast<const BlockQ8_0*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  const __m256i eight = _mm256_set1_epi8(8);
-  for (size_t b = 0; b < n / kQK; ++b) {
-    const __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[b].qs), eight);
-    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
-    const __m256 d = _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d));
-    acc = _mm256_fmadd_ps(d, dot_i8_i8(qx, qy), acc);
-  }
-  return hsum(acc);
+struct NoOffset {
+  template <class W, class Y>
+  void operator()(const W&, const Y&, float&) const {}
+};
+// Q4_1's per-block minimum: sum(m * x) = m * s with s = d_x * sum(q_x).
+struct MinOffset {
+  void operator()(const BlockQ4_1& x, const BlockQ8_1& y, float& off) const { off += h2f(x.m) * h2f(y.s); }
+};
+
+template <int NT>
+void q8_0_n(const void* w, const void* a, size_t stride, size_t n, float* out) {
+  dot_blocks<NT, BlockQ8_0>(
+      static_cast<const BlockQ8_0*>(w), static_cast<const uint8_t*>(a), stride, n, out,
+      [](const BlockQ8_0& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }, dot_i8_i8,
+      NoOffset{});
+}
+template <int NT>
+void q4_0_n(const void* w, const void* a, size_t stride, size_t n, float* out) {
+  dot_blocks<NT, BlockQ8_0>(
+      static_cast<const BlockQ4_0*>(w), static_cast<const uint8_t*>(a), stride, n, out,
+      [](const BlockQ4_0& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }, dot_i8_i8,
+      NoOffset{});
+}
+template <int NT>
+void q4_1_n(const void* w, const void* a, size_t stride, size_t n, float* out) {
+  dot_blocks<NT, BlockQ8_1>(static_cast<const BlockQ4_1*>(w), static_cast<const uint8_t*>(a), stride, n, out,
+                            [](const BlockQ4_1& b) { return unpack_nibbles(b.qs); }, dot_u8_i8, MinOffset{});
 }
 
-float dot_q4_1(const void* w, const void* a, size_t n) {
-  auto* x = static_cast<const BlockQ4_1*>(w);
-  auto* y = static_cast<const BlockQ8_1*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  float offsets = 0.f;  // sum of m_w * s_x
-  for (size_t b = 0; b < n / kQK; ++b) {
-    const __m256i qx = unpack_nibbles(x[b].qs);
-    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
-    const __m256 d = _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d));
-    acc = _mm256_fmadd_ps(d, dot_u8_i8(qx, qy), acc);
-    offsets += h2f(x[b].m) * h2f(y[b].s);
-  }
-  return hsum(acc) + offsets;
+template <void (*N1)(const void*, const void*, size_t, size_t, float*)>
+float dot1(const void* w, const void* a, size_t n) {
+  float r;
+  N1(w, a, 0, n, &r);
+  return r;
 }
 
-const DotKernel kF32{ActFormat::F32, quantize_row_f32, dot_f32};
-const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16};
-const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16};
-const DotKernel kQ8_0{ActFormat::Q8_0, quantize_row_q8_0, dot_q8_0};
-const DotKernel kQ4_0{ActFormat::Q8_0, quantize_row_q8_0, dot_q4_0};
-const DotKernel kQ4_1{ActFormat::Q8_1, quantize_row_q8_1, dot_q4_1};
+// ---- activation quantization: same arithmetic as the scalar reference
+// (127/amax, round half to even), so the bytes are identical ----------------
+
+inline float block_amax(const float* x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_andnot_ps(sign, _mm256_loadu_ps(x));
+  for (int j = 8; j < kQK; j += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+// Rounds 32 floats * id to int8 and returns their sum.
+inline int quantize_block(const float* x, float id, int8_t* q) {
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i i32[4];
+  for (int k = 0; k < 4; ++k)
+    i32[k] = _mm256_cvtps_epi32(
+        _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  // Pack 4x8 int32 -> 32 int8; packs interleave 128-bit lanes, undo with a permute.
+  const __m256i p16a = _mm256_packs_epi32(i32[0], i32[1]), p16b = _mm256_packs_epi32(i32[2], i32[3]);
+  const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p8);
+  const __m256i s = _mm256_add_epi32(_mm256_add_epi32(i32[0], i32[1]), _mm256_add_epi32(i32[2], i32[3]));
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  h = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
+  return _mm_cvtsi128_si32(h);
+}
+void quantize_q8_0(const float* x, void* out, size_t n) {
+  auto* b = static_cast<BlockQ8_0*>(out);
+  for (size_t i = 0; i < n / kQK; ++i, x += kQK) {
+    const float amax = block_amax(x);
+    b[i].d = f32_to_f16(amax / 127.f);
+    quantize_block(x, amax != 0.f ? 127.f / amax : 0.f, b[i].qs);
+  }
+}
+void quantize_q8_1(const float* x, void* out, size_t n) {
+  auto* b = static_cast<BlockQ8_1*>(out);
+  for (size_t i = 0; i < n / kQK; ++i, x += kQK) {
+    const float amax = block_amax(x);
+    const float d = amax / 127.f;
+    const int sum = quantize_block(x, amax != 0.f ? 127.f / amax : 0.f, b[i].qs);
+    b[i].d = f32_to_f16(d);
+    b[i].s = f32_to_f16(float(sum) * d);
+  }
+}
+
+const DotKernel kF32{ActFormat::F32, quantize_row_f32, dot_f32, dot4_by_rows<dot_f32>};
+const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot_f16>};
+const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>};
+const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot1<q8_0_n<1>>, q8_0_n<4>};
+const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot1<q4_0_n<1>>, q4_0_n<4>};
+const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot1<q4_1_n<1>>, q4_1_n<4>};
 
 }  // namespace
 

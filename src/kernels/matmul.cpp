@@ -29,7 +29,12 @@ void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, Th
     const size_t t0 = (task / row_tiles) * kTokenTile, t1 = std::min(n_tokens, t0 + kTokenTile);
     for (size_t r = r0; r < r1; ++r) {
       const uint8_t* wrow = w.data + r * w.row_bytes;
-      for (size_t t = t0; t < t1; ++t) y[t * w.rows + r] = k.dot(wrow, act + t * act_bytes, w.cols);
+      size_t t = t0;
+      for (float out[4]; t + 4 <= t1; t += 4) {
+        k.dot4(wrow, act + t * act_bytes, act_bytes, w.cols, out);
+        for (size_t i = 0; i < 4; ++i) y[(t + i) * w.rows + r] = out[i];
+      }
+      for (; t < t1; ++t) y[t * w.rows + r] = k.dot(wrow, act + t * act_bytes, w.cols);
     }
   });
 }

@@ -1,0 +1,188 @@
+// kvlab bench: llama-bench-style pp/tg throughput, every combination of the
+// list-valued options, mean ± stddev over repetitions after a warm-up, each
+// row placed on the roofline of this machine (kvlab probe).
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/build_info.h"
+#include "common/error.h"
+#include "engine/bench.h"
+#include "kernels/cpu.h"
+
+namespace kvlab::cli {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> models;
+  std::vector<int> n_prompt{512}, n_gen{128}, depth{0}, threads;
+  std::vector<std::string> kv_types{"f16"};
+  int reps = 5;
+  bool no_kv_cache = false;
+  std::string output = "md";
+};
+
+std::string iso_date() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+// "q4_1 x210, q8_0 x1, f32 x61": what the file's tensors are stored as.
+std::string dtype_summary(const gguf::File& f) {
+  std::map<std::string, int> n;
+  for (const auto& t : f.tensors()) ++n[std::string(tensor::dtype_info(t.dtype).name)];
+  std::string s;
+  for (const auto& [name, count] : n) s += (s.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  return s;
+}
+
+nlohmann::json row_json(const engine::BenchResult& r) {
+  nlohmann::json j;
+  j["test"] = r.test.name();
+  j["n_prompt"] = r.test.n_prompt;
+  j["n_gen"] = r.test.n_gen;
+  j["depth"] = r.test.depth;
+  j["threads"] = r.test.threads;
+  j["kv_cache"] = r.test.kv_cache;
+  j["kv_type"] = tensor::dtype_info(r.test.kv_type).name;
+  j["tok_s"] = r.tok_s;
+  j["mean_tok_s"] = r.mean;
+  j["stddev_tok_s"] = r.stddev;
+  const auto& a = r.roofline;
+  const engine::PhaseWork& w = r.test.n_prompt > 0 ? a.prefill : a.decode;
+  j["flops_per_run"] = w.flops / double(r.tok_s.size());
+  j["bytes_per_run"] = w.bytes() / double(r.tok_s.size());
+  j["achieved_gflop_s"] = w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0;
+  j["achieved_gb_s"] = w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0;
+  if (r.test.n_gen > 0) j["bytes_per_token"] = a.decode_bytes_per_token();
+  const auto& v = r.test.n_prompt > 0 ? a.prefill_verdict : a.decode_verdict;
+  if (v && a.peaks) {
+    j["peak_gflop_s"] = a.peaks->flops / 1e9;
+    j["peak_kind"] = a.peaks->flops_kind;
+    j["peak_gb_s"] = a.peaks->bytes_per_s / 1e9;
+    j["pct_of_peak_compute"] = 100 * v->flops_utilization;
+    j["pct_of_peak_bandwidth"] = 100 * v->bw_utilization;
+    j["intensity_flop_per_byte"] = v->intensity;
+    j["ridge_flop_per_byte"] = v->ridge;
+    j["bound"] = perf::bound_name(v->bound);
+  }
+  return j;
+}
+
+void bench(const BenchOptions& o) {
+  if (o.output != "md" && o.output != "json" && o.output != "csv") throw Error("-o must be md, json or csv");
+  const auto profile = engine::try_load_profile();
+  std::vector<int> threads = o.threads;
+  if (threads.empty()) threads = {kernels::ThreadPool::default_threads()};
+  std::vector<std::string> models = o.models;
+  if (models.empty()) models = {""};
+
+  nlohmann::json out;
+  out["machine"] = {{"cpu", kernels::cpu().model}, {"isa", kernels::isa_name(kernels::active_isa())},
+                    {"profile", profile ? nlohmann::json(profile->date) : nlohmann::json(nullptr)}};
+  out["commit"] = build_commit();
+  out["compiler"] = build_compiler();
+  out["date"] = iso_date();
+  out["results"] = nlohmann::json::array();
+
+  for (const auto& mpath : models) {
+    const auto m = model::Model::load(resolve_model_path(mpath));
+    const std::string dtypes = dtype_summary(m->file());
+    for (int t : threads)
+      for (const auto& kv : o.kv_types)
+        for (int d : o.depth) {
+          std::vector<engine::BenchTest> tests;
+          for (int p : o.n_prompt)
+            if (p > 0) tests.push_back({p, 0, d, t, !o.no_kv_cache, *tensor::parse_dtype(kv)});
+          for (int n : o.n_gen)
+            if (n > 0) tests.push_back({0, n, d, t, !o.no_kv_cache, *tensor::parse_dtype(kv)});
+          for (const auto& test : tests) {
+            std::fprintf(stderr, "kvlab bench: %s, %d threads, kv %s%s ...\n", test.name().c_str(), t, kv.c_str(),
+                         o.no_kv_cache ? " (no KV cache)" : "");
+            nlohmann::json j = row_json(engine::run_bench(*m, test, o.reps, profile));
+            j["model"] = m->file().path();
+            j["model_name"] = m->config().name;
+            j["model_bytes"] = m->file().file_size();
+            j["params"] = m->n_params();
+            j["dtypes"] = dtypes;
+            out["results"].push_back(j);
+          }
+        }
+  }
+
+  if (o.output == "json") {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  if (o.output == "csv") {
+    std::printf("model,dtypes,threads,kv_cache,kv_type,test,mean_tok_s,stddev_tok_s,achieved_gflop_s,achieved_gb_s,"
+                "pct_of_peak_compute,pct_of_peak_bandwidth,commit,date,cpu\n");
+    for (const auto& r : out["results"])
+      std::printf("%s,\"%s\",%d,%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%s,%s,\"%s\"\n",
+                  r["model_name"].get<std::string>().c_str(), r["dtypes"].get<std::string>().c_str(),
+                  r["threads"].get<int>(), r["kv_cache"].get<bool>(), r["kv_type"].get<std::string>().c_str(),
+                  r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
+                  r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(),
+                  r.value("pct_of_peak_compute", 0.0), r.value("pct_of_peak_bandwidth", 0.0), build_commit(),
+                  out["date"].get<std::string>().c_str(), kernels::cpu().model.c_str());
+    return;
+  }
+  std::printf("kvlab bench | %s (%s) | commit %s | %s\n\n", kernels::cpu().model.c_str(),
+              kernels::isa_name(kernels::active_isa()), build_commit(), out["date"].get<std::string>().c_str());
+  std::printf("| model | size | dtypes | threads | KV | test | t/s | GFLOP/s | GB/s | roofline |\n");
+  std::printf("|---|---|---|--:|---|---|--:|--:|--:|---|\n");
+  for (const auto& r : out["results"]) {
+    std::string roof = "run `kvlab probe` for peaks";
+    if (r.contains("bound")) {
+      char buf[160];
+      if (r["n_prompt"].get<int>() > 0)
+        std::snprintf(buf, sizeof buf, "%.0f%% of %.0f GOP/s %s; %s", r["pct_of_peak_compute"].get<double>(),
+                      r["peak_gflop_s"].get<double>(), r["peak_kind"].get<std::string>().c_str(),
+                      r["bound"].get<std::string>().c_str());
+      else
+        std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s; %.1f MB/token; %s",
+                      r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(),
+                      r["bytes_per_token"].get<double>() / 1e6, r["bound"].get<std::string>().c_str());
+      roof = buf;
+    }
+    std::printf("| %s | %s | %s | %d | %s | %s | %.2f ± %.2f | %.1f | %.2f | %s |\n",
+                r["model_name"].get<std::string>().c_str(),
+                human_bytes(r["model_bytes"].get<double>()).c_str(), r["dtypes"].get<std::string>().c_str(),
+                r["threads"].get<int>(),
+                r["kv_cache"].get<bool>() ? r["kv_type"].get<std::string>().c_str() : "none",
+                r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
+                r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(), roof.c_str());
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& root) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* app = root.add_subcommand("bench", "llama-bench-style pp/tg throughput with roofline attribution");
+  app->add_option("-m,--model", o->models, "GGUF model file(s) (default: the default model)");
+  app->add_option("-p,--n-prompt", o->n_prompt, "prompt lengths for pp tests (0: none)")->capture_default_str()
+      ->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  app->add_option("-n,--n-gen", o->n_gen, "generated lengths for tg tests (0: none)")->capture_default_str()
+      ->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  app->add_option("-d,--depth", o->depth, "KV cache depths to test at")->capture_default_str()->delimiter(',')
+      ->check(CLI::Range(0, 1 << 24));
+  app->add_option("-r,--repetitions", o->reps, "repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
+  app->add_option("-t,--threads", o->threads, "thread counts (default: all cores)")->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  app->add_flag("--no-kv-cache", o->no_kv_cache, "recompute the whole sequence at every step");
+  app->add_option("--kv-type", o->kv_types, "KV cache types")->capture_default_str()->delimiter(',')
+      ->check(CLI::IsMember({"f32", "f16"}));
+  app->add_option("-o,--output", o->output, "md, json or csv")->capture_default_str()
+      ->check(CLI::IsMember({"md", "json", "csv"}));
+  app->callback([o] { bench(*o); });
+}
+
+}  // namespace kvlab::cli

@@ -1,0 +1,78 @@
+#include "engine/attribution.h"
+
+#include <filesystem>
+
+#include "perf/cost.h"
+
+namespace kvlab::engine {
+
+PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes) {
+  perf::Pass p;
+  p.new_tokens = n_tokens;
+  p.past = n_past;
+  p.kv_bytes = kv_elem_bytes;
+  const perf::Cost c = perf::forward_cost(m.config(), p);
+  PhaseWork w;
+  w.passes = 1;
+  w.tokens = n_tokens;
+  w.flops = c.flops();
+  // The cost model prices weights at one uniform width; the engine knows the
+  // exact bytes of its mixed-format file, so it charges those instead.
+  w.weight_bytes = double(m.weights().matmul_bytes());
+  w.kv_bytes = c.total().kv_bytes;
+  return w;
+}
+
+namespace {
+void add(PhaseWork& into, const PhaseWork& w, double seconds) {
+  into.passes += w.passes;
+  into.tokens += w.tokens;
+  into.seconds += seconds;
+  into.flops += w.flops;
+  into.weight_bytes += w.weight_bytes;
+  into.kv_bytes += w.kv_bytes;
+}
+
+double bandwidth_at(const perf::HwProfile& p, int threads) {
+  double best = 0;
+  for (const auto& pt : p.mem_read_bw)
+    if (pt.threads <= threads) best = std::max(best, pt.bytes_per_s);
+  return best > 0 ? best : p.best_read_bw();
+}
+}  // namespace
+
+Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_bytes, int threads,
+                      const std::optional<perf::HwProfile>& profile) {
+  Attribution a;
+  for (const Step& s : trace.steps)
+    add(s.phase == Phase::Prefill ? a.prefill : a.decode, pass_work(m, s.n_tokens, s.n_past, kv_elem_bytes), s.seconds);
+  if (!profile) return a;
+
+  bool quantized = false;
+  for (const auto& l : m.weights().layers) quantized |= l.wq.dtype == tensor::DType::Q4_0 ||
+                                                       l.wq.dtype == tensor::DType::Q4_1 ||
+                                                       l.wq.dtype == tensor::DType::Q8_0;
+  Peaks pk;
+  // Peaks scale with cores; the profile holds all-core figures.
+  const double core_share = profile->threads > 0 ? std::min(1.0, double(threads) / profile->threads) : 1.0;
+  pk.flops = (quantized ? profile->peak_int8_ops : profile->peak_fp32_flops) * core_share;
+  pk.flops_kind = quantized ? "int8 dot" : "fp32 FMA";
+  pk.bytes_per_s = bandwidth_at(*profile, threads);
+  pk.source = "kvlab probe, " + profile->date;
+  a.peaks = pk;
+  if (pk.flops <= 0 || pk.bytes_per_s <= 0) return a;
+  if (a.prefill.seconds > 0)
+    a.prefill_verdict = perf::roofline_verdict(a.prefill.flops, a.prefill.bytes(), a.prefill.seconds, pk.flops, pk.bytes_per_s);
+  if (a.decode.seconds > 0)
+    a.decode_verdict = perf::roofline_verdict(a.decode.flops, a.decode.bytes(), a.decode.seconds, pk.flops, pk.bytes_per_s);
+  return a;
+}
+
+std::optional<perf::HwProfile> try_load_profile() {
+  const std::string path = perf::default_hw_profile_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  return perf::load_hw_profile(path);
+}
+
+}  // namespace kvlab::engine

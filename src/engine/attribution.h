@@ -1,0 +1,56 @@
+// Puts a traced run on the roofline: the FLOPs and bytes of every forward
+// pass come from perf::Cost (the same formulas the simulator predicts with),
+// the seconds from the Trace, the peaks from `kvlab probe`'s profile.
+//
+//  prefill: achieved FLOP/s against the compute peak of the arithmetic the
+//           kernels use (int8 dot products for quantized weights, fp32 FMA
+//           for f32/f16/bf16 weights);
+//  decode:  bytes read per token (weights + KV cache) and achieved bytes/s
+//           against the probed read bandwidth at the thread count used.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "engine/trace.h"
+#include "model/model.h"
+#include "perf/hw_profile.h"
+#include "perf/roofline.h"
+
+namespace kvlab::engine {
+
+struct PhaseWork {
+  int passes = 0;
+  double tokens = 0;  // new tokens processed (recompute passes count all of them)
+  double seconds = 0;
+  double flops = 0;
+  double weight_bytes = 0;
+  double kv_bytes = 0;
+  double bytes() const { return weight_bytes + kv_bytes; }
+};
+
+struct Peaks {
+  double flops = 0;            // FLOP/s (or int8 op/s) of the arithmetic used
+  double bytes_per_s = 0;      // read bandwidth at this thread count
+  std::string flops_kind;      // "int8 dot" or "fp32 FMA"
+  std::string source;          // the profile path and date
+};
+
+struct Attribution {
+  PhaseWork prefill, decode;  // decode includes recompute passes (no KV cache)
+  std::optional<Peaks> peaks;
+  std::optional<perf::Verdict> prefill_verdict, decode_verdict;
+  // Bytes one decode step read on average (weights + KV).
+  double decode_bytes_per_token() const { return decode.passes ? decode.bytes() / decode.passes : 0; }
+};
+
+// Work of one forward pass of `n_tokens` new tokens after `n_past` cached.
+PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes);
+
+// `profile`: nullopt leaves the verdicts out (no probe profile yet).
+Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_bytes, int threads,
+                      const std::optional<perf::HwProfile>& profile);
+
+// The cached profile if `kvlab probe` has written one, else nullopt.
+std::optional<perf::HwProfile> try_load_profile();
+
+}  // namespace kvlab::engine

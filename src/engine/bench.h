@@ -1,0 +1,36 @@
+// llama-bench-style measurements: prompt processing (pp) and text generation
+// (tg) at a given KV depth, repeated, after a warm-up. Tokens are fixed ids
+// and the next token is not sampled, so tokenization and sampling are left
+// out of the timings: only forward passes are timed.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/attribution.h"
+#include "model/model.h"
+
+namespace kvlab::engine {
+
+struct BenchTest {
+  int n_prompt = 0;   // > 0: a pp test of this many tokens
+  int n_gen = 0;      // > 0: a tg test of this many tokens
+  int depth = 0;      // positions already in the KV cache (filled, untimed)
+  int threads = 1;
+  bool kv_cache = true;
+  tensor::DType kv_type = tensor::DType::F16;
+  std::string name() const;  // "pp512", "tg128 @ d4096"
+};
+
+struct BenchResult {
+  BenchTest test;
+  std::vector<double> tok_s;  // one per repetition
+  double mean = 0, stddev = 0;
+  Attribution roofline;       // summed over the repetitions
+};
+
+// Throws kvlab::Error when the test does not fit the model's context.
+BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps,
+                      const std::optional<perf::HwProfile>& profile);
+
+}  // namespace kvlab::engine
