@@ -6,7 +6,12 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
+#include "engine/attribution.h"
 #include "engine/generate.h"
+#include "perf/hardware.h"
+#include "perf/model_catalog.h"
+#include "perf/report.h"
+#include "perf/simulate.h"
 
 namespace kvlab::cli {
 namespace {
@@ -19,7 +24,7 @@ struct DemoOptions {
 
 struct Pass {
   engine::GenerateResult r;
-  std::string text;
+  engine::Attribution roofline;
 };
 
 Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const std::vector<int32_t>& prompt, int n) {
@@ -33,9 +38,64 @@ Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const
   std::fprintf(stderr, "  %s ...", kv_cache ? "with KV cache" : "without KV cache (recompute)");
   Pass p;
   p.r = engine::generate(session, prompt, g, [](int32_t) { return false; });
-  p.text = l.tokenizer->decode(p.r.tokens);
+  p.roofline = engine::attribute(session.trace(), *l.model,
+                                 double(tensor::dtype_info(session.options().kv_type).block_bytes),
+                                 session.options().n_threads, engine::try_load_profile());
   std::fprintf(stderr, " %.1f s\n", p.r.prefill_seconds + p.r.decode_seconds + (p.r.ttft_seconds - p.r.prefill_seconds));
   return p;
+}
+
+// Where the two phases sit on this machine's roofline (kvlab probe's peaks).
+void print_roofline(const engine::Attribution& cached, const engine::Attribution& naive) {
+  std::printf("\n## On this machine's roofline\n\n");
+  if (!cached.peaks) {
+    std::printf("No hardware profile yet: run `kvlab probe` (about 10 s) to put these runs against the\n"
+                "machine's measured peaks.\n");
+    return;
+  }
+  const engine::Peaks& pk = *cached.peaks;
+  std::printf("peaks (%s): %.1f GOP/s %s, %.1f GB/s read bandwidth; ridge %.1f FLOP/byte\n\n", pk.source.c_str(),
+              pk.flops / 1e9, pk.flops_kind.c_str(), pk.bytes_per_s / 1e9, pk.flops / pk.bytes_per_s);
+  std::printf("| phase | work | achieved | of peak | intensity | verdict |\n|---|---|---|---|---|---|\n");
+  auto row = [](const char* name, const engine::PhaseWork& w, const std::optional<perf::Verdict>& v) {
+    if (!v) return;
+    std::printf("| %s | %.2f GFLOP, %.1f MB over %d passes | %.1f GFLOP/s, %.2f GB/s | %.0f%% compute, %.0f%% bandwidth "
+                "| %.1f FLOP/byte | %s |\n",
+                name, w.flops / 1e9, w.bytes() / 1e6, w.passes, v->achieved_flops / 1e9, v->achieved_bytes_per_s / 1e9,
+                100 * v->flops_utilization, 100 * v->bw_utilization, v->intensity,
+                std::string(perf::bound_name(v->bound)).c_str());
+  };
+  row("prefill", cached.prefill, cached.prefill_verdict);
+  row("decode (KV cache)", cached.decode, cached.decode_verdict);
+  row("decode (no cache)", naive.decode, naive.decode_verdict);
+  std::printf("\nA cached decode step reads %.1f MB (weights + KV) to make one token.\n",
+              cached.decode_bytes_per_token() / 1e6);
+}
+
+// The seed's "Run Simulation": an 8B model on an H100, both modes, predicted
+// by the same cost model that attributed the runs above.
+void print_simulation(const Pass& cached, const Pass& naive, int prompt_tokens) {
+  perf::SimOptions so;
+  so.prompt = 128;
+  so.gen = 4096;
+  const auto model = perf::resolve_model("llama-3.1-8b");
+  const perf::Simulation sim = perf::simulate("llama-3.1-8b", model.config, perf::find_hardware("h100"), so);
+  std::printf("\n## The same comparison for Llama-3.1-8B (bf16) on an H100 SXM, simulated\n\n");
+  std::printf("%s\n", perf::render_simulation_summary(sim).c_str());
+  std::printf("| position | 8B on H100: cached tok/s | 8B on H100: no cache tok/s | this run: cached tok/s | this run: "
+              "no cache tok/s |\n|---|---|---|---|---|\n");
+  for (int pos : {128, 256, 512, 1024, 2048, 4096}) {
+    const auto& st = sim.steps[size_t(pos - so.prompt)];
+    std::string here_c = "-", here_n = "-";
+    const int i = pos - prompt_tokens;  // generated-token index at that position
+    if (i >= 1 && i < int(cached.r.token_seconds.size())) {
+      here_c = std::to_string(int(1.0 / cached.r.token_seconds[size_t(i)] + 0.5));
+      here_n = std::to_string(int(1.0 / naive.r.token_seconds[size_t(i)] + 0.5));
+    }
+    std::printf("| %d | %.0f | %.1f | %s | %s |\n", pos, 1.0 / st.cached.seconds, 1.0 / st.naive.seconds,
+                here_c.c_str(), here_n.c_str());
+  }
+  std::printf("\n`kvlab simulate --model llama-3.1-8b --hw h100 --prompt 128 --gen 4096 --plot sim.png` draws it.\n");
 }
 
 void demo(const DemoOptions& o) {
@@ -82,6 +142,8 @@ void demo(const DemoOptions& o) {
   }
   std::printf("\nWithout the cache every step recomputes the keys and values of all earlier positions,\n"
               "so its latency grows with the position; with the cache a step processes one token.\n");
+  print_roofline(cached.roofline, naive.roofline);
+  print_simulation(cached, naive, int(prompt.size()));
   if (!same) throw Error("the two modes produced different tokens");
 }
 

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
+#include "engine/attribution.h"
 #include "engine/generate.h"
 
 namespace kvlab::cli {
@@ -21,6 +22,36 @@ struct RunOptions {
   int64_t seed = -1;
   bool ignore_eos = false, chat = false, json = false;
 };
+
+nlohmann::json phase_json(const engine::PhaseWork& w, const std::optional<perf::Verdict>& v) {
+  nlohmann::json j = {{"passes", w.passes},       {"seconds", w.seconds},         {"flops", w.flops},
+                      {"weight_bytes", w.weight_bytes}, {"kv_bytes", w.kv_bytes},
+                      {"gflop_s", w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0.0},
+                      {"gb_s", w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0.0}};
+  if (v) {
+    j["pct_of_peak_compute"] = 100 * v->flops_utilization;
+    j["pct_of_peak_bandwidth"] = 100 * v->bw_utilization;
+    j["intensity_flop_per_byte"] = v->intensity;
+    j["ridge_flop_per_byte"] = v->ridge;
+    j["bound"] = perf::bound_name(v->bound);
+  }
+  return j;
+}
+
+// The run on this machine's roofline: perf::Cost for the work, the trace for
+// the time, kvlab probe's profile for the peaks (absent before a probe).
+nlohmann::json roofline_json(const engine::Attribution& a) {
+  nlohmann::json j;
+  j["prefill"] = phase_json(a.prefill, a.prefill_verdict);
+  j["decode"] = phase_json(a.decode, a.decode_verdict);
+  j["decode"]["bytes_per_token"] = a.decode_bytes_per_token();
+  if (a.peaks)
+    j["peaks"] = {{"flops", a.peaks->flops}, {"kind", a.peaks->flops_kind}, {"bytes_per_s", a.peaks->bytes_per_s},
+                  {"source", a.peaks->source}};
+  else
+    j["peaks"] = nullptr;
+  return j;
+}
 
 void run(const RunOptions& o) {
   if (o.prompt.empty() == o.file.empty()) throw Error("give exactly one of -p PROMPT or -f FILE");
@@ -72,6 +103,9 @@ void run(const RunOptions& o) {
     j["threads"] = session.options().n_threads;
     j["model"] = l.model->file().path();
     j["model_name"] = l.model->config().name;
+    j["roofline"] = roofline_json(engine::attribute(session.trace(), *l.model,
+                                                    double(tensor::dtype_info(session.options().kv_type).block_bytes),
+                                                    session.options().n_threads, engine::try_load_profile()));
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }

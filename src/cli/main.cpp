@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   kvlab::cli::add_bench_command(app);
   kvlab::cli::add_simulate_command(app);
   kvlab::cli::add_diagnose_command(app);
+  kvlab::cli::add_probe_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

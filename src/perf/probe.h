@@ -99,6 +99,12 @@ void check_profile_path(const std::string& path);
 // directory, then rename); creates parent directories. Throws kvlab::Error.
 void write_hw_profile(const HwProfile& p, const std::string& path);
 
+// Readable report (markdown tables): machine, read bandwidth per thread count,
+// peaks and ridge points (peak / best read bandwidth, FLOP or op per byte).
+// `measured` adds what only a fresh probe knows (1-thread peaks, methods,
+// notes, duration); `path` is where the profile is stored (may be empty).
+std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* measured, const std::string& path);
+
 // Current time, ISO 8601 UTC ("2025-06-01T12:00:00Z").
 std::string iso_utc_now();
 

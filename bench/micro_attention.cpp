@@ -1,0 +1,66 @@
+// attend (kernels/attention.h): one query head over n_pos cached positions,
+// per KV type and ISA, with SmolLM2-135M's geometry (head_dim 64, 3 KV heads,
+// so consecutive positions are 3*64 elements apart in the cache).
+//
+//   attend/<kv type>/pos:<n>/<isa>
+//
+// bytes/s counts the K and V rows read (2 * n_pos * head_dim * elem bytes);
+// at pos:4096 with f16 that is 1 MiB per head, more than L2 on most CPUs.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "micro_common.h"
+
+namespace kvlab::bench {
+namespace {
+
+using tensor::DType;
+constexpr size_t kHeadDim = 64;
+constexpr size_t kKvHeads = 3;
+
+void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa isa) {
+  use_isa(isa);
+  const size_t elem = tensor::dtype_info(kv_type).block_bytes;
+  const size_t row_stride = kKvHeads * kHeadDim * elem;
+  const auto& info = tensor::dtype_info(kv_type);
+  std::vector<uint8_t> k(size_t(n_pos) * row_stride), v(size_t(n_pos) * row_stride);
+  const auto src = random_floats(kKvHeads * kHeadDim, 3);
+  for (int j = 0; j < n_pos; ++j) {  // all positions alike: the values do not change the work
+    info.quantize(src.data(), k.data() + size_t(j) * row_stride, kKvHeads * kHeadDim);
+    info.quantize(src.data(), v.data() + size_t(j) * row_stride, kKvHeads * kHeadDim);
+  }
+  kernels::KvView kv;
+  kv.k = k.data() + kHeadDim * elem;  // KV head 1, as a GQA group would see it
+  kv.v = v.data() + kHeadDim * elem;
+  kv.row_stride = row_stride;
+  kv.type = kv_type;
+  const auto q = random_floats(kHeadDim, 5);
+  std::vector<uint8_t> q_conv(kHeadDim * 4);
+  std::vector<float> scores(size_t(n_pos)), out(kHeadDim);
+  const float scale = 1.0f / std::sqrt(float(kHeadDim));
+  for (auto _ : state) {
+    kernels::attend(q.data(), kv, n_pos, kHeadDim, scale, q_conv.data(), scores.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["bytes/s"] = rate(2.0 * double(n_pos) * double(kHeadDim * elem));
+  state.counters["FLOP/s"] = rate(4.0 * double(n_pos) * double(kHeadDim));  // q·k and p·v
+  state.counters["pos/s"] = rate(double(n_pos));
+}
+
+int register_all() {
+  for (DType kv : {DType::F16, DType::F32})
+    for (int n : {128, 1024, 4096})
+      for (kernels::Isa isa : available_isas()) {
+        const std::string name =
+            "attend/" + dtype_name(kv) + "/pos:" + std::to_string(n) + "/" + kernels::isa_name(isa);
+        benchmark::RegisterBenchmark(name.c_str(), BM_attend, kv, n, isa)->UseRealTime();
+      }
+  return 0;
+}
+const int registered = register_all();
+
+}  // namespace
+}  // namespace kvlab::bench

@@ -1,0 +1,605 @@
+// `kvlab probe`: orchestration (buffer, threads, timing, best-of), machine
+// description from sysfs and /proc, and the profile file. The loops that are
+// timed are in probe_<isa>.cpp; the method is documented in docs/probe.md.
+#include "perf/probe.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "kernels/cpu.h"
+#include "kernels/thread_pool.h"
+#include "perf/units.h"
+
+namespace kvlab::perf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Results of the timed loops end up here, so no loop can be optimized away.
+std::atomic<double> g_sink{0};
+void sink(double v) { g_sink.fetch_add(v, std::memory_order_relaxed); }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return {};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
+  return s;
+}
+
+bool is_cpu_dir(const fs::directory_entry& e) {
+  const std::string name = e.path().filename().string();
+  if (name.size() < 4 || name.compare(0, 3, "cpu") != 0) return false;
+  return std::all_of(name.begin() + 3, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::vector<fs::path> cpu_dirs(const std::string& root) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+    if (is_cpu_dir(*it)) dirs.push_back(it->path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+struct CacheEntry {
+  int level = 0;
+  std::string type, shared;
+  uint64_t bytes = 0;
+};
+
+std::vector<CacheEntry> cache_entries(const fs::path& cpu_dir) {
+  std::vector<CacheEntry> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(cpu_dir / "cache", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, 5, "index") != 0) continue;
+    CacheEntry c;
+    c.level = std::atoi(read_text(it->path() / "level").c_str());
+    c.type = read_text(it->path() / "type");
+    c.shared = read_text(it->path() / "shared_cpu_list");
+    c.bytes = parse_cache_size(read_text(it->path() / "size"));
+    if (c.level > 0 && c.bytes > 0) out.push_back(c);
+  }
+  return out;
+}
+
+uint64_t sysconf_bytes(int name) {
+  const long v = ::sysconf(name);
+  return v > 0 ? uint64_t(v) : 0;
+}
+
+// A buffer of whole pages from mmap, asked for transparent huge pages (fewer
+// TLB misses while streaming; a hint, ignored where THP is off).
+struct Buffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit Buffer(size_t n) : bytes(n) {
+    p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      p = nullptr;
+      return;
+    }
+#ifdef MADV_HUGEPAGE
+    ::madvise(p, n, MADV_HUGEPAGE);
+#endif
+  }
+  ~Buffer() {
+    if (p) ::munmap(p, bytes);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+// Runs body(t) for t in [0, n) on n threads (the caller is thread 0), all
+// released together by a barrier; returns the seconds from that release to
+// the moment the last thread is done (a second barrier).
+template <class Body>
+double run_together(int n, const Body& body) {
+  std::barrier sync(n);
+  double elapsed = 0;
+  auto worker = [&](int t) {
+    sync.arrive_and_wait();
+    const Clock::time_point t0 = Clock::now();
+    body(t);
+    sync.arrive_and_wait();
+    if (t == 0) elapsed = seconds_since(t0);
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(size_t(n - 1));
+  for (int t = 1; t < n; ++t) threads.emplace_back(worker, t);
+  worker(0);
+  for (std::thread& th : threads) th.join();
+  return elapsed;
+}
+
+// [begin, end) of thread t's slice when `bytes` is split among n threads, on
+// 4 KiB boundaries (so every slice is a multiple of 512 bytes, as read_sum wants).
+std::pair<size_t, size_t> slice(size_t bytes, int n, int t) {
+  auto at = [&](int i) { return size_t((unsigned __int128)bytes * unsigned(i) / unsigned(n)) & ~size_t(4095); };
+  return {at(t), t + 1 == n ? bytes & ~size_t(4095) : at(t + 1)};
+}
+
+std::string thread_word(int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); }
+
+std::string binary_size(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v == std::floor(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+struct Progress {
+  const std::function<void(const std::string&)>& fn;
+  void operator()(const std::string& line) const {
+    if (fn) fn(line);
+  }
+};
+
+// ---- memory read bandwidth -------------------------------------------------
+
+std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, const Buffer& buf,
+                                              const std::vector<int>& counts, int passes, double budget_s,
+                                              const Progress& progress, std::vector<std::string>& notes) {
+  const Clock::time_point start = Clock::now();
+  std::vector<BandwidthPoint> points;
+  const char* base = static_cast<const char*>(buf.p);
+  for (size_t ci = 0; ci < counts.size(); ++ci) {
+    const int n = counts[ci];
+    // Over budget (a very large machine, or a slow one): keep the last count.
+    if (ci + 1 < counts.size() && seconds_since(start) > budget_s) {
+      notes.push_back("bandwidth: time budget reached, skipped " + std::to_string(counts.size() - 1 - ci) +
+                      " thread counts below " + std::to_string(counts.back()));
+      ci = counts.size() - 2;
+      continue;
+    }
+    const Clock::time_point t_count = Clock::now();
+    double best = 0;
+    size_t total = 0;
+    for (int t = 0; t < n; ++t) {
+      const auto [b, e] = slice(buf.bytes, n, t);
+      total += e - b;
+    }
+    for (int pass = 0; pass < passes; ++pass) {
+      std::vector<uint64_t> sums(size_t(n), 0);
+      const double s = run_together(n, [&](int t) {
+        const auto [b, e] = slice(buf.bytes, n, t);
+        sums[size_t(t)] = k.read_sum(base + b, e - b);
+      });
+      for (uint64_t v : sums) sink(double(v));
+      if (s > 0) best = std::max(best, double(total) / s);
+      // A slow pass budget: at least 2 passes, then stop after ~2 s per count.
+      if (pass >= 1 && seconds_since(t_count) > budget_s / 6) break;
+    }
+    points.push_back({n, best});
+    progress("probe: read bandwidth, " + thread_word(n) + ": " + fmt_bandwidth(best));
+  }
+  return points;
+}
+
+// ---- compute peaks ---------------------------------------------------------
+
+struct Peak {
+  double one = 0, all = 0;
+};
+
+Peak measure_compute(double (*fn)(uint64_t), double ops_per_iter, int n, double run_s, int runs) {
+  // Calibrate on one thread (this doubles as the warm-up that lets the core
+  // reach its steady clock): grow the count until a run takes >= 20 ms.
+  uint64_t iters = 1 << 10;
+  double t = 0;
+  for (;;) {
+    const Clock::time_point t0 = Clock::now();
+    sink(fn(iters));
+    t = seconds_since(t0);
+    if (t >= 0.02 || iters >= (uint64_t(1) << 40)) break;
+    iters *= t < 0.002 ? 8 : 2;
+  }
+  const uint64_t run_iters = std::max<uint64_t>(1, uint64_t(double(iters) * run_s / std::max(t, 1e-9)));
+  const double ops = ops_per_iter * double(run_iters);
+  Peak p;
+  for (int r = 0; r < runs; ++r) {
+    const Clock::time_point t0 = Clock::now();
+    sink(fn(run_iters));
+    const double s = seconds_since(t0);
+    if (s > 0) p.one = std::max(p.one, ops / s);
+  }
+  if (n == 1) {
+    p.all = p.one;
+    return p;
+  }
+  std::vector<double> results(size_t(n), 0);
+  for (int r = 0; r < runs; ++r) {
+    const double s = run_together(n, [&](int th) { results[size_t(th)] = fn(run_iters); });
+    for (double v : results) sink(v);
+    if (s > 0) p.all = std::max(p.all, ops * n / s);
+  }
+  return p;
+}
+
+}  // namespace
+
+// ---- machine description ---------------------------------------------------
+
+uint64_t parse_cache_size(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) {
+    if (v > (uint64_t(1) << 50)) return 0;
+    v = v * 10 + uint64_t(text[i] - '0');
+  }
+  if (digits == 0) return 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  uint64_t mult = 1;
+  if (i < text.size()) {
+    switch (text[i]) {
+      case 'K': case 'k': mult = uint64_t(1) << 10; break;
+      case 'M': case 'm': mult = uint64_t(1) << 20; break;
+      case 'G': case 'g': mult = uint64_t(1) << 30; break;
+      case 'B': case 'b': break;
+      default: return 0;
+    }
+  }
+  return v * mult;
+}
+
+CacheSizes read_sysfs_caches(const std::string& cpu_root) {
+  CacheSizes c;
+  const fs::path cpu0 = fs::path(cpu_root) / "cpu0";
+  std::string l3_shared;
+  for (const CacheEntry& e : cache_entries(cpu0)) {
+    if (e.level == 1 && e.type == "Data") c.l1d_bytes = e.bytes;
+    else if (e.level == 1 && e.type == "Unified" && !c.l1d_bytes) c.l1d_bytes = e.bytes;
+    else if (e.level == 2 && e.type != "Instruction") c.l2_bytes = e.bytes;
+    else if (e.level == 3 && e.type != "Instruction") c.l3_bytes = e.bytes, l3_shared = e.shared;
+  }
+  if (!c.l3_bytes) return c;
+  // Whole package: one entry per distinct L3 instance (CCX, tile) among the
+  // CPUs of cpu0's package.
+  const std::string package = read_text(cpu0 / "topology" / "physical_package_id");
+  std::map<std::string, uint64_t> instances;
+  for (const fs::path& dir : cpu_dirs(cpu_root)) {
+    const std::string pkg = read_text(dir / "topology" / "physical_package_id");
+    if (!package.empty() && !pkg.empty() && pkg != package) continue;
+    for (const CacheEntry& e : cache_entries(dir))
+      if (e.level == 3 && e.type != "Instruction") instances[e.shared.empty() ? dir.string() : e.shared] = e.bytes;
+  }
+  uint64_t total = 0;
+  for (const auto& [shared, bytes] : instances) total += bytes;
+  if (total > c.l3_bytes && !l3_shared.empty()) c.l3_bytes = total;
+  return c;
+}
+
+CacheSizes detect_caches(const std::string& cpu_root) {
+  CacheSizes c = read_sysfs_caches(cpu_root);
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  if (!c.l1d_bytes) c.l1d_bytes = sysconf_bytes(_SC_LEVEL1_DCACHE_SIZE);
+  if (!c.l2_bytes) c.l2_bytes = sysconf_bytes(_SC_LEVEL2_CACHE_SIZE);
+  if (!c.l3_bytes) c.l3_bytes = sysconf_bytes(_SC_LEVEL3_CACHE_SIZE);
+#endif
+  return c;
+}
+
+int read_sysfs_cores(const std::string& cpu_root) {
+  std::set<std::pair<std::string, std::string>> cores;
+  for (const fs::path& dir : cpu_dirs(cpu_root)) {
+    const std::string core = read_text(dir / "topology" / "core_id");
+    if (core.empty()) continue;
+    cores.insert({read_text(dir / "topology" / "physical_package_id"), core});
+  }
+  return int(cores.size());
+}
+
+MemInfo read_meminfo(const std::string& path) {
+  MemInfo m;
+  std::ifstream in(path);
+  std::string line;
+  uint64_t free_kb = 0;
+  while (std::getline(in, line)) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line.c_str(), "MemTotal: %llu kB", &kb) == 1) m.total_bytes = kb * 1024;
+    else if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kb) == 1) m.available_bytes = kb * 1024;
+    else if (std::sscanf(line.c_str(), "MemFree: %llu kB", &kb) == 1) free_kb = kb;
+  }
+  if (!m.available_bytes) m.available_bytes = free_kb * 1024;
+  if (!m.total_bytes) {
+    const uint64_t pages = sysconf_bytes(_SC_PHYS_PAGES), page = sysconf_bytes(_SC_PAGESIZE);
+    m.total_bytes = pages * page;
+  }
+  if (!m.available_bytes) {
+    const uint64_t pages = sysconf_bytes(_SC_AVPHYS_PAGES), page = sysconf_bytes(_SC_PAGESIZE);
+    m.available_bytes = pages * page;
+  }
+  return m;
+}
+
+namespace {
+
+std::string cpu_model() {
+  std::string m = kernels::cpu().model;
+  if (m.empty()) {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.compare(0, 10, "model name") == 0) {
+        const size_t colon = line.find(':');
+        if (colon != std::string::npos) m = line.substr(line.find_first_not_of(" \t", colon + 1));
+        break;
+      }
+  }
+  return m.empty() ? "unknown CPU" : m;
+}
+
+}  // namespace
+
+std::vector<int> bandwidth_thread_counts(int n, int cores) {
+  std::vector<int> counts;
+  if (n < 1) n = 1;
+  if (n <= 16) {
+    for (int t = 1; t <= n; ++t) counts.push_back(t);
+    return counts;
+  }
+  for (int t = 1; t <= 8; ++t) counts.push_back(t);
+  for (int t = 8; t < n;) {
+    t = std::min(n, std::max(t + 1, int(std::lround(t * 1.25))));
+    counts.push_back(t);
+  }
+  if (cores > 8 && cores < n) counts.push_back(cores);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+namespace probe_kernels {
+
+const Kernels& for_active_isa() {
+  switch (kernels::active_isa()) {
+    case kernels::Isa::Avx512: return avx512(kernels::cpu().avx512vnni);
+    case kernels::Isa::Avx2: return avx2();
+    case kernels::Isa::Scalar: break;
+  }
+  return scalar();
+}
+
+}  // namespace probe_kernels
+
+std::string iso_utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+ProbeResult run_probe(const ProbeOptions& opt) {
+  const Clock::time_point start = Clock::now();
+  const Progress progress{opt.progress};
+  ProbeResult r;
+  HwProfile& p = r.profile;
+  const probe_kernels::Kernels& k = probe_kernels::for_active_isa();
+
+  p.date = iso_utc_now();
+  p.cpu_model = cpu_model();
+  p.threads = kernels::ThreadPool::default_threads();
+  p.cores = read_sysfs_cores(opt.cpu_root);
+  if (p.cores <= 0 || p.cores > p.threads) p.cores = p.threads;
+  p.simd = kernels::isa_name(kernels::active_isa());
+  const CacheSizes caches = detect_caches(opt.cpu_root);
+  p.l1d_bytes = caches.l1d_bytes;
+  p.l2_bytes = caches.l2_bytes;
+  p.l3_bytes = caches.l3_bytes;
+  const MemInfo mem = read_meminfo(opt.meminfo_path);
+  p.mem_bytes = mem.total_bytes;
+  if (!p.mem_bytes) throw Error("cannot tell how much memory this machine has (" + opt.meminfo_path + ")");
+
+  const int n = opt.max_threads > 0 ? std::min(opt.max_threads, p.threads) : p.threads;
+  progress("probe: " + p.cpu_model + ", " + std::to_string(p.cores) + " cores / " + thread_word(p.threads) + ", " +
+           p.simd + "; L1d " + binary_size(p.l1d_bytes) + ", L2 " + binary_size(p.l2_bytes) + ", L3 " +
+           binary_size(p.l3_bytes) + "; " + binary_size(p.mem_bytes) + " RAM");
+
+  // ---- bandwidth
+  constexpr uint64_t MiB = uint64_t(1) << 20, GiB = uint64_t(1) << 30;
+  uint64_t want = opt.bw_buffer_bytes;
+  if (!want) want = opt.quick ? std::max(256 * MiB, 4 * p.l3_bytes) : std::max(1 * GiB, 8 * p.l3_bytes);
+  const uint64_t cap = mem.available_bytes / 2;
+  if (!opt.bw_buffer_bytes && cap && want > cap) {
+    want = cap;
+    r.notes.push_back("bandwidth buffer capped at half the available memory (" + binary_size(cap) + ")");
+  }
+  want = std::max<uint64_t>(want & ~(2 * MiB - 1), 2 * MiB);  // whole 2 MiB pages
+  std::unique_ptr<Buffer> buf;
+  for (uint64_t size = want; size >= 2 * MiB; size = (size / 2) & ~(2 * MiB - 1)) {
+    buf = std::make_unique<Buffer>(size_t(size));
+    if (buf->p) break;
+    buf.reset();
+  }
+  if (!buf) throw Error("cannot allocate a buffer for the bandwidth test (" + binary_size(want) + ")");
+  if (buf->bytes < want) r.notes.push_back("bandwidth buffer reduced to " + binary_size(buf->bytes) + " (mmap failed)");
+  if (p.l3_bytes && buf->bytes < 4 * p.l3_bytes)
+    r.notes.push_back("bandwidth buffer is only " + binary_size(buf->bytes) + ", " +
+                      fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) +
+                      "x the L3: part of it may be read from cache");
+  r.bw_buffer_bytes = buf->bytes;
+  progress("probe: touching a " + binary_size(buf->bytes) + " buffer" +
+           (p.l3_bytes ? " (" + fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) + "x L3)" : std::string()));
+  // First touch by the threads that will read each slice (pages land on their
+  // NUMA node); nonzero bytes, so no page stays the shared zero page.
+  run_together(n, [&](int t) {
+    const auto [b, e] = slice(buf->bytes, n, t);
+    std::memset(static_cast<char*>(buf->p) + b, 0x5a, e - b);
+  });
+  const int passes = opt.bw_passes > 0 ? opt.bw_passes : (opt.quick ? 3 : 5);
+  p.mem_read_bw = measure_bandwidth(k, *buf, bandwidth_thread_counts(n, std::min(p.cores, n)), passes,
+                                    opt.quick ? 4.0 : 12.0, progress, r.notes);
+  buf.reset();
+
+  // ---- compute
+  const double run_s = opt.compute_run_s > 0 ? opt.compute_run_s : (opt.quick ? 0.05 : 0.25);
+  const int runs = opt.compute_runs > 0 ? opt.compute_runs : (opt.quick ? 3 : 5);
+  r.fp32_method = k.fp32_method;
+  r.int8_method = k.int8_method;
+  const Peak fp = measure_compute(k.fp32, k.fp32_flops_per_iter, n, run_s, runs);
+  r.fp32_flops_1t = fp.one;
+  p.peak_fp32_flops = fp.all;
+  progress("probe: fp32 FMA (" + r.fp32_method + "): 1 thread " + fmt_flops(fp.one) + ", " + thread_word(n) + " " +
+           fmt_flops(fp.all));
+  const Peak i8 = measure_compute(k.int8, k.int8_ops_per_iter, n, run_s, runs);
+  r.int8_ops_1t = i8.one;
+  p.peak_int8_ops = i8.all;
+  auto ops = [](double v) {
+    std::string s = fmt_flops(v);
+    return s.replace(s.find("FLOP/s"), 6, "op/s");
+  };
+  progress("probe: int8 dot (" + r.int8_method + "): 1 thread " + ops(i8.one) + ", " + thread_word(n) + " " +
+           ops(i8.all));
+  if (n < p.threads) r.notes.push_back("measured on " + thread_word(n) + " of " + std::to_string(p.threads));
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+// ---- the profile file --------------------------------------------------------
+
+namespace {
+
+std::string temp_path_for(const fs::path& path) {
+  return path.string() + ".tmp." + std::to_string(::getpid());
+}
+
+[[noreturn]] void cannot_write(const std::string& path, const std::string& why) {
+  throw Error("cannot write the hardware profile to '" + path + "': " + why);
+}
+
+void prepare_directory(const std::string& path) {
+  if (path.empty()) throw Error("the hardware profile path is empty");
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) cannot_write(path, "it is a directory");
+  const fs::path parent = p.parent_path();
+  if (parent.empty()) return;
+  // Find the deepest existing ancestor: it must be a directory.
+  for (fs::path a = parent; !a.empty(); a = a.parent_path()) {
+    if (fs::exists(a, ec)) {
+      if (!fs::is_directory(a, ec)) cannot_write(path, "'" + a.string() + "' is not a directory");
+      break;
+    }
+    if (a == a.parent_path()) break;
+  }
+  fs::create_directories(parent, ec);
+  if (ec) cannot_write(path, "cannot create '" + parent.string() + "' (" + ec.message() + ")");
+}
+
+}  // namespace
+
+void check_profile_path(const std::string& path) {
+  prepare_directory(path);
+  const std::string tmp = temp_path_for(path);
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) cannot_write(path, std::strerror(errno));
+  std::fclose(f);
+  std::remove(tmp.c_str());
+}
+
+void write_hw_profile(const HwProfile& p, const std::string& path) {
+  prepare_directory(path);
+  const std::string tmp = temp_path_for(path);
+  const std::string text = hw_profile_to_json(p);
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) cannot_write(path, std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
+                  ::fsync(::fileno(f)) == 0;
+  const int err = errno;
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    cannot_write(path, std::strerror(ok ? errno : err));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    cannot_write(path, ec.message());
+  }
+}
+
+// ---- report --------------------------------------------------------------------
+
+std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const std::string& path) {
+  auto ops = [](double v) {
+    std::string s = fmt_flops(v);
+    return s.replace(s.find("FLOP/s"), 6, "op/s");
+  };
+  std::ostringstream o;
+  o << "## Hardware profile: " << p.cpu_model << "\n\n";
+  o << "probed " << p.date;
+  if (m) o << " in " << fmt_seconds(m->seconds);
+  if (!path.empty()) o << "; profile: " << path;
+  o << "\n\n| | |\n|---|---|\n";
+  o << "| CPU | " << p.cpu_model << " |\n";
+  o << "| cores / threads | " << p.cores << " / " << p.threads << " |\n";
+  o << "| SIMD (kernels) | " << p.simd << " |\n";
+  o << "| caches | L1d " << binary_size(p.l1d_bytes) << ", L2 " << binary_size(p.l2_bytes) << " per core; L3 "
+    << binary_size(p.l3_bytes) << " |\n";
+  o << "| memory | " << binary_size(p.mem_bytes) << " |\n\n";
+
+  o << "### Memory read bandwidth";
+  if (m) o << " (" << binary_size(m->bw_buffer_bytes) << " buffer, best pass)";
+  o << "\n\n| threads | read bandwidth | per thread | vs 1 thread |\n|---:|---:|---:|---:|\n";
+  const double bw1 = p.mem_read_bw.empty() ? 0 : p.mem_read_bw.front().bytes_per_s;
+  for (const BandwidthPoint& b : p.mem_read_bw)
+    o << "| " << b.threads << " | " << fmt_bandwidth(b.bytes_per_s) << " | "
+      << fmt_bandwidth(b.bytes_per_s / std::max(1, b.threads)) << " | "
+      << (bw1 > 0 ? fmt_factor(b.bytes_per_s / bw1) : std::string("-")) << " |\n";
+
+  const double bw = p.best_read_bw();
+  const std::string all = "all " + thread_word(p.threads);
+  o << "\n### Peak compute\n\n| | 1 thread | " << all << " | ridge point (" << all << ") | loop |\n"
+    << "|---|---:|---:|---:|---|\n";
+  o << "| fp32 FMA | " << (m ? fmt_flops(m->fp32_flops_1t) : std::string("-")) << " | "
+    << fmt_flops(p.peak_fp32_flops) << " | "
+    << (bw > 0 ? fmt_num(p.peak_fp32_flops / bw) + " FLOP/byte" : std::string("-")) << " | "
+    << (m ? m->fp32_method : std::string("-")) << " |\n";
+  o << "| int8 dot | " << (m ? ops(m->int8_ops_1t) : std::string("-")) << " | "
+    << (p.peak_int8_ops > 0 ? ops(p.peak_int8_ops) : std::string("not measured")) << " | "
+    << (bw > 0 && p.peak_int8_ops > 0 ? fmt_num(p.peak_int8_ops / bw) + " op/byte" : std::string("-")) << " | "
+    << (m ? m->int8_method : std::string("-")) << " |\n";
+  o << "\nRidge point: peak / best read bandwidth (" << fmt_bandwidth(bw)
+    << "); a kernel doing fewer operations per byte read from memory is bandwidth-bound. "
+       "int8 op = 2 per int8 multiply-add.\n";
+  if (m && !m->notes.empty()) {
+    o << "\nNotes:\n";
+    for (const std::string& n : m->notes) o << "- " << n << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace kvlab::perf

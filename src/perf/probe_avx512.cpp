@@ -1,0 +1,112 @@
+// AVX-512 loops of `kvlab probe` (Skylake-SP, Ice Lake, Sapphire Rapids,
+// Zen 4 and later). Compiled with -mavx512f/bw/vl/dq/vnni; only called after
+// kernels::active_isa() == Avx512, and the VNNI loop only when the CPU has it.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "perf/probe.h"
+
+namespace kvlab::perf::probe_kernels {
+namespace {
+
+// Streaming read: 8 x 64-byte loads per 512-byte step, 4 accumulators.
+uint64_t read_sum(const void* p, size_t bytes) {
+  const __m512i* v = static_cast<const __m512i*>(p);
+  const size_t n = bytes / 64;
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    s0 = _mm512_add_epi64(s0, _mm512_load_si512(v + i + 0));
+    s1 = _mm512_add_epi64(s1, _mm512_load_si512(v + i + 1));
+    s2 = _mm512_add_epi64(s2, _mm512_load_si512(v + i + 2));
+    s3 = _mm512_add_epi64(s3, _mm512_load_si512(v + i + 3));
+    s0 = _mm512_add_epi64(s0, _mm512_load_si512(v + i + 4));
+    s1 = _mm512_add_epi64(s1, _mm512_load_si512(v + i + 5));
+    s2 = _mm512_add_epi64(s2, _mm512_load_si512(v + i + 6));
+    s3 = _mm512_add_epi64(s3, _mm512_load_si512(v + i + 7));
+  }
+  return uint64_t(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3))));
+}
+
+// 16 independent vfmadd231ps zmm chains (latency 4 x 2 FMA ports needs 8;
+// 16 also covers longer latencies), out of 32 zmm registers.
+constexpr int kAcc = 16;
+
+double fp32(uint64_t iters) {
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f);
+  __m512 c[kAcc];
+  for (int j = 0; j < kAcc; ++j) c[j] = _mm512_set1_ps(0.1f * float(j + 1));
+  for (uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kAcc; ++j) c[j] = _mm512_fmadd_ps(c[j], a, b);
+  }
+  __m512 s = _mm512_setzero_ps();
+  for (int j = 0; j < kAcc; ++j) s = _mm512_add_ps(s, c[j]);
+  return double(_mm512_reduce_add_ps(s));
+}
+
+// VNNI: vpdpbusd multiplies 64 u8 x s8 pairs and adds groups of 4 into 16
+// int32 lanes, in one instruction. 16 independent accumulators cover its
+// latency (5) on 2 ports.
+double int8_vnni(uint64_t iters) {
+  const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+  __m512i c[kAcc];
+  for (int j = 0; j < kAcc; ++j) c[j] = _mm512_set1_epi32(j);
+  for (uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kAcc; ++j) c[j] = _mm512_dpbusd_epi32(c[j], x, y);
+  }
+  __m512i s = _mm512_setzero_si512();
+  for (int j = 0; j < kAcc; ++j) s = _mm512_add_epi32(s, c[j]);
+  return double(_mm512_reduce_add_epi32(s));
+}
+
+// Without VNNI: the AVX2 chain on zmm (vpmaddubsw, vpmaddwd by ones, vpaddd),
+// 8 chains per iteration; see probe_avx2.cpp for the empty asm statements.
+double int8_pmadd(uint64_t iters) {
+  __m512i x = _mm512_set1_epi8(3);
+  __m512i y0 = _mm512_set1_epi8(1), y1 = _mm512_set1_epi8(-2), y2 = _mm512_set1_epi8(5), y3 = _mm512_set1_epi8(-7);
+  const __m512i ones = _mm512_set1_epi16(1);
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (uint64_t i = 0; i < iters; ++i) {
+    __asm__ volatile("" : "+v"(x), "+v"(y0), "+v"(y1), "+v"(y2), "+v"(y3));
+    a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y0), ones));
+    a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y1), ones));
+    a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y2), ones));
+    a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y3), ones));
+    __asm__ volatile("" : "+v"(x), "+v"(y0), "+v"(y1), "+v"(y2), "+v"(y3));
+    a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y0), ones));
+    a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y1), ones));
+    a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y2), ones));
+    a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y3), ones));
+  }
+  return double(_mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3))));
+}
+
+}  // namespace
+
+const Kernels& avx512(bool vnni) {
+  static const Kernels with_vnni{
+      "avx512",
+      read_sum,
+      fp32,
+      kAcc * 16 * 2.0,  // 16 FMAs x 16 lanes x (multiply + add)
+      "vfmadd231ps zmm, 16 independent accumulators",
+      int8_vnni,
+      kAcc * 64 * 2.0,  // 16 vpdpbusd x 64 int8 multiply-adds x 2 op
+      "vpdpbusd zmm (AVX-512 VNNI), 16 independent accumulators",
+  };
+  static const Kernels without_vnni{
+      "avx512",
+      read_sum,
+      fp32,
+      kAcc * 16 * 2.0,
+      "vfmadd231ps zmm, 16 independent accumulators",
+      int8_pmadd,
+      8 * 64 * 2.0,  // 8 vpmaddubsw x 64 int8 multiply-adds x 2 op
+      "vpmaddubsw + vpmaddwd zmm",
+  };
+  return vnni ? with_vnni : without_vnni;
+}
+
+}  // namespace kvlab::perf::probe_kernels
