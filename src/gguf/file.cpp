@@ -337,7 +337,7 @@ void File::parse_all() {
     t.data = base_ + data_start_ + t.offset;
     by_offset.push_back(&t);
   }
-  std::sort(by_offset.begin(), by_offset.end(),
+  std::stable_sort(by_offset.begin(), by_offset.end(),
             [](auto* a, auto* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const TensorInfo& a = *by_offset[i - 1];

@@ -1,0 +1,193 @@
+// Bad input at the command line: every malformed-file case of the GGUF reader
+// and bad options must end with exit status 1 and exactly one line on stderr,
+// "kvlab: error: <file>: <what is wrong>", and never a crash or a hang.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/tiny_model.h"
+#include "gguf/writer.h"
+
+namespace kvlab {
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs build/kvlab with `args` (shell-quoted by the caller), capturing both streams.
+Result run_kvlab(const std::string& args) {
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "/kvlab.out", err = dir + "/kvlab.err";
+  const std::string cmd = "timeout 60 " + std::string(KVLAB_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int raw = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::string write_file(const std::string& name, const std::vector<uint8_t>& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  return path;
+}
+
+void expect_one_line_error(const Result& r, const std::string& expected) {
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.err, "kvlab: error: " + expected + "\n");
+}
+
+std::vector<uint8_t> tiny_bytes() { return test::tiny_llama({}).serialize(); }
+
+size_t find(const std::vector<uint8_t>& b, const std::string& s) {
+  return size_t(std::search(b.begin(), b.end(), s.begin(), s.end()) - b.begin());
+}
+
+TEST(CliErrors, MissingFile) {
+  expect_one_line_error(run_kvlab("info -m /nonexistent/x.gguf"),
+                        "/nonexistent/x.gguf: cannot open: No such file or directory");
+}
+
+TEST(CliErrors, BadMagic) {
+  auto b = tiny_bytes();
+  b[1] = 'X';
+  const auto p = write_file("magic.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + p), p + ": bad magic: not a GGUF file");
+}
+
+TEST(CliErrors, UnsupportedVersion) {
+  auto b = tiny_bytes();
+  b[4] = 7;
+  const auto p = write_file("version.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + p), p + ": unsupported GGUF version 7 (supported: 2, 3)");
+}
+
+TEST(CliErrors, TruncatedFile) {
+  auto b = tiny_bytes();
+  b.resize(b.size() / 2);
+  const auto p = write_file("truncated.gguf", b);
+  const Result r = run_kvlab("run -m " + p + " -p hi");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.rfind("kvlab: error: " + p + ": tensor '", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("lies outside the file (truncated?)"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST(CliErrors, TruncatedHeader) {
+  auto b = tiny_bytes();
+  b.resize(20);
+  const auto p = write_file("header.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + p),
+                        p + ": truncated file: metadata count needs 8 bytes at offset 16, only 4 left");
+}
+
+TEST(CliErrors, UnknownDtype) {
+  auto b = tiny_bytes();
+  const size_t at = find(b, "token_embd.weight") + 17 + 4 + 16;  // name, n_dims, 2 dims -> dtype
+  const uint32_t bad = 77;
+  std::memcpy(&b[at], &bad, 4);
+  const auto p = write_file("dtype.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + p), p + ": tensor 'token_embd.weight' has unknown or unsupported dtype 77");
+}
+
+TEST(CliErrors, DataOutsideAndOverlap) {
+  auto b = tiny_bytes();
+  const size_t at = find(b, "output_norm.weight") + 18 + 4 + 8 + 4;  // -> offset
+  const uint64_t zero = 0;
+  std::memcpy(&b[at], &zero, 8);  // on top of token_embd
+  const auto p = write_file("overlap.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + p), p + ": tensors 'token_embd.weight' and 'output_norm.weight' overlap");
+  const uint64_t far = 1ull << 40;
+  std::memcpy(&b[at], &far, 8);
+  const auto q = write_file("outside.gguf", b);
+  const Result r = run_kvlab("info -m " + q);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("tensor 'output_norm.weight' data [1099511627776, +256) lies outside the file"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliErrors, ShapeMismatch) {
+  gguf::Writer w;
+  std::vector<uint8_t> q(34, 0);
+  w.add_tensor("q", {32}, tensor::DType::Q8_0, q);
+  auto b = w.serialize();
+  const uint64_t bad = 40;
+  std::memcpy(&b[find(b, "q") + 1 + 4], &bad, 8);
+  const auto p = write_file("shape.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + p), p + ": tensor 'q' row length 40 is not a multiple of the q8_0 block size 32");
+}
+
+TEST(CliErrors, MissingTensorAndKey) {
+  test::TinySpec s;
+  s.claimed_layers = 3;
+  const auto p = write_file("layers.gguf", test::tiny_llama(s).serialize());
+  expect_one_line_error(run_kvlab("info -m " + p), p + ": missing required tensor 'blk.2.attn_norm.weight'");
+  gguf::Writer w;
+  w.set_string("general.architecture", "llama");
+  const auto q = write_file("keys.gguf", w.serialize());
+  expect_one_line_error(run_kvlab("info -m " + q), q + ": missing required key 'llama.block_count'");
+}
+
+TEST(CliErrors, AbsurdCountsAndStrings) {
+  auto b = tiny_bytes();
+  const uint64_t huge = 1ull << 62;
+  std::memcpy(&b[8], &huge, 8);
+  const auto p = write_file("count.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + p), p + ": absurd tensor count " + std::to_string(huge));
+  b = tiny_bytes();
+  std::memcpy(&b[24], &huge, 8);  // first key's length
+  const auto q = write_file("string.gguf", b);
+  expect_one_line_error(run_kvlab("info -m " + q), q + ": metadata key has absurd length " + std::to_string(huge));
+}
+
+TEST(CliErrors, NotAModelTokenizerMissing) {
+  // A valid model without tokenizer metadata: `run` needs a vocabulary.
+  const auto p = write_file("novocab.gguf", tiny_bytes());
+  const Result r = run_kvlab("run -m " + p + " -p hi");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.rfind("kvlab: error: " + p + ": ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST(CliErrors, BadOptions) {
+  Result r = run_kvlab("run -p hi --top-p 2");
+  EXPECT_NE(r.status, 0);
+  r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf -p hi -c 100000");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "kvlab: error: context 100000 exceeds the model's training context 2048\n");
+  r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf");
+  EXPECT_EQ(r.err, "kvlab: error: give exactly one of -p PROMPT or -f FILE\n");
+  r = run_kvlab("frobnicate");
+  EXPECT_NE(r.status, 0);
+}
+
+TEST(CliErrors, EverySubcommandHasHelp) {
+  for (const char* cmd : {"run", "tokenize", "info", "demo", "bench", "quantize", "simulate", "diagnose"}) {
+    const Result r = run_kvlab(std::string(cmd) + " --help");
+    EXPECT_EQ(r.status, 0) << cmd;
+    EXPECT_NE(r.out.find("Usage:"), std::string::npos) << cmd;
+  }
+}
+
+TEST(Cli, ContextLimitIsReportedNotACrash) {
+  const Result r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) +
+                             "/../shared/models/stories260K.gguf -p 'Once upon a time' -n 100 -c 16 --temp 0 --ignore-eos");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("stopped: the context of 16 tokens is full"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace kvlab
