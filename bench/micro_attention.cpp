@@ -38,7 +38,7 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
   kv.type = kv_type;
   const auto q = random_floats(kHeadDim, 5);
   std::vector<uint8_t> q_conv(kHeadDim * 4);
-  std::vector<float> scores(size_t(n_pos)), out(kHeadDim);
+  std::vector<float> scores(static_cast<size_t>(n_pos)), out(kHeadDim);
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
     kernels::attend(q.data(), kv, n_pos, kHeadDim, scale, q_conv.data(), scores.data(), out.data());
@@ -56,7 +56,7 @@ int register_all() {
       for (kernels::Isa isa : available_isas()) {
         const std::string name =
             "attend/" + dtype_name(kv) + "/pos:" + std::to_string(n) + "/" + kernels::isa_name(isa);
-        benchmark::RegisterBenchmark(name.c_str(), BM_attend, kv, n, isa)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(), BM_attend, kv, n, isa);
       }
   return 0;
 }

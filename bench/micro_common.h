@@ -4,10 +4,12 @@
 // (kernel, shape, dtype, ISA) combination, so `--benchmark_filter` can pick
 // any slice, e.g. `--benchmark_filter='dot/q4_1/.*/avx2'`.
 //
-// Counters (per second of wall time; all benchmarks use real time so
-// multi-threaded ones are measured correctly):
-//   bytes_per_second  the bytes the kernel must read (weights, KV rows)
-//   FLOP/s            2 * multiply-adds (matmul, dot, attention)
+// Time: single-threaded kernels (dot, attend, ops) report the thread's CPU
+// time, which a busy shared machine disturbs less than wall time; matmul runs
+// on a ThreadPool and reports wall time (UseRealTime). Counters are rates over
+// that time:
+//   bytes/s   the bytes the kernel must read (weights, KV rows, input row)
+//   FLOP/s    2 * multiply-adds (matmul, dot, attention)
 #pragma once
 #include <benchmark/benchmark.h>
 

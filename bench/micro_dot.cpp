@@ -51,7 +51,7 @@ int register_all() {
         for (kernels::Isa isa : available_isas()) {
           const std::string name = std::string(four ? "dot4/" : "dot/") + dtype_name(dt) + "/" + std::to_string(n) +
                                    "/" + kernels::isa_name(isa);
-          benchmark::RegisterBenchmark(name.c_str(), BM_dot, dt, n, isa, four)->UseRealTime();
+          benchmark::RegisterBenchmark(name.c_str(), BM_dot, dt, n, isa, four);
         }
   return 0;
 }

@@ -114,20 +114,20 @@ void BM_quantize_act(benchmark::State& state, DType weight, size_t n, kernels::I
 
 int register_all() {
   for (size_t n : {576, 1536})
-    benchmark::RegisterBenchmark(("rmsnorm/" + std::to_string(n)).c_str(), BM_rmsnorm, n)->UseRealTime();
-  benchmark::RegisterBenchmark("rope/norm/heads:12", BM_rope, false)->UseRealTime();
-  benchmark::RegisterBenchmark("rope/neox/heads:12", BM_rope, true)->UseRealTime();
-  benchmark::RegisterBenchmark("rope_table/64", BM_rope_table)->UseRealTime();
+    benchmark::RegisterBenchmark(("rmsnorm/" + std::to_string(n)).c_str(), BM_rmsnorm, n);
+  benchmark::RegisterBenchmark("rope/norm/heads:12", BM_rope, false);
+  benchmark::RegisterBenchmark("rope/neox/heads:12", BM_rope, true);
+  benchmark::RegisterBenchmark("rope_table/64", BM_rope_table);
   for (size_t n : {128, 1024, 4096, 49152})
-    benchmark::RegisterBenchmark(("softmax/" + std::to_string(n)).c_str(), BM_softmax, n)->UseRealTime();
-  benchmark::RegisterBenchmark("silu_mul/1536", BM_silu_mul, size_t(1536))->UseRealTime();
+    benchmark::RegisterBenchmark(("softmax/" + std::to_string(n)).c_str(), BM_softmax, n);
+  benchmark::RegisterBenchmark("silu_mul/1536", BM_silu_mul, size_t(1536));
   // One weight dtype per activation format: q8_0 -> q8_0, q4_1 -> q8_1, f16 -> f16, bf16 -> bf16.
   for (DType w : {DType::Q8_0, DType::Q4_1, DType::F16, DType::BF16})
     for (size_t n : {576, 1536})
       for (kernels::Isa isa : available_isas()) {
         const std::string name = std::string("quantize_act/") + act_name(kernels::dot_kernel(w, isa).act) + "/" +
                                  std::to_string(n) + "/" + kernels::isa_name(isa);
-        benchmark::RegisterBenchmark(name.c_str(), BM_quantize_act, w, n, isa)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(), BM_quantize_act, w, n, isa);
       }
   return 0;
 }

@@ -179,7 +179,7 @@ void add_bench_command(CLI::App& root) {
       ->check(CLI::Range(1, 1024));
   app->add_flag("--no-kv-cache", o->no_kv_cache, "recompute the whole sequence at every step");
   app->add_option("--kv-type", o->kv_types, "KV cache types")->capture_default_str()->delimiter(',')
-      ->check(CLI::IsMember({"f32", "f16"}));
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app->add_option("-o,--output", o->output, "md, json or csv")->capture_default_str()
       ->check(CLI::IsMember({"md", "json", "csv"}));
   app->callback([o] { bench(*o); });

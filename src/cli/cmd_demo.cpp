@@ -39,7 +39,7 @@ Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const
   Pass p;
   p.r = engine::generate(session, prompt, g, [](int32_t) { return false; });
   p.roofline = engine::attribute(session.trace(), *l.model,
-                                 double(tensor::dtype_info(session.options().kv_type).block_bytes),
+                                 session.cache().elem_bytes(),
                                  session.options().n_threads, engine::try_load_profile());
   std::fprintf(stderr, " %.1f s\n", p.r.prefill_seconds + p.r.decode_seconds + (p.r.ttft_seconds - p.r.prefill_seconds));
   return p;

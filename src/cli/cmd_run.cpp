@@ -104,7 +104,7 @@ void run(const RunOptions& o) {
     j["model"] = l.model->file().path();
     j["model_name"] = l.model->config().name;
     j["roofline"] = roofline_json(engine::attribute(session.trace(), *l.model,
-                                                    double(tensor::dtype_info(session.options().kv_type).block_bytes),
+                                                    session.cache().elem_bytes(),
                                                     session.options().n_threads, engine::try_load_profile()));
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;

@@ -45,7 +45,7 @@ void add_session_options(CLI::App& app, ModelOptions& o) {
   app.add_option("-t,--threads", o.threads, "threads (0: all cores)")->capture_default_str()->check(CLI::Range(0, 1024));
   app.add_flag("--no-kv-cache", o.no_kv_cache, "recompute the whole sequence at every step (no KV cache)");
   app.add_option("--kv-type", o.kv_type, "KV cache element type")
-      ->capture_default_str()->check(CLI::IsMember({"f32", "f16"}));
+      ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "q8_0"}));
 }
 
 Loaded load(const ModelOptions& o) {

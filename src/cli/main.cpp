@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   kvlab::cli::add_simulate_command(app);
   kvlab::cli::add_diagnose_command(app);
   kvlab::cli::add_probe_command(app);
+  kvlab::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -67,7 +67,7 @@ BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const
   double var = 0;
   for (double x : r.tok_s) var += (x - r.mean) * (x - r.mean);
   r.stddev = reps > 1 ? std::sqrt(var / (reps - 1)) : 0;
-  r.roofline = attribute(all, m, double(tensor::dtype_info(t.kv_type).block_bytes), t.threads, profile);
+  r.roofline = attribute(all, m, s.cache().elem_bytes(), t.threads, profile);
   return r;
 }
 

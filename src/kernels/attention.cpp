@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
+#include "tensor/blocks.h"
 #include "tensor/half.h"
 
 namespace kvlab::kernels {
@@ -17,10 +18,18 @@ void axpy_f16(float a, const void* row, float* y, size_t n) {
   auto* x = static_cast<const uint16_t*>(row);
   for (size_t i = 0; i < n; ++i) y[i] += a * tensor::f16_to_f32(x[i]);
 }
+void axpy_q8_0(float a, const void* row, float* y, size_t n) {
+  auto* b = static_cast<const tensor::BlockQ8_0*>(row);
+  for (size_t i = 0; i < n / tensor::kQK; ++i) {
+    const float ad = a * tensor::f16_to_f32(b[i].d);
+    for (int j = 0; j < tensor::kQK; ++j) y[i * tensor::kQK + size_t(j)] += ad * float(b[i].qs[j]);
+  }
+}
 }  // namespace
 AxpyFn find_axpy(tensor::DType t) {
   if (t == tensor::DType::F32) return axpy_f32;
   if (t == tensor::DType::F16) return axpy_f16;
+  if (t == tensor::DType::Q8_0) return axpy_q8_0;
   return nullptr;
 }
 }  // namespace scalar

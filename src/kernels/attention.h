@@ -15,15 +15,16 @@ struct KvView {
   const uint8_t* k = nullptr;  // K row of position 0, already offset to this KV head
   const uint8_t* v = nullptr;  // V row of position 0, likewise
   size_t row_stride = 0;       // bytes between positions
-  tensor::DType type = tensor::DType::F32;  // f32 or f16
+  tensor::DType type = tensor::DType::F32;  // f32, f16 or q8_0
 };
 
-// q: head_dim floats. q_conv: scratch of head_dim*4 bytes for q in the K type.
+// q: head_dim floats. q_conv: scratch of head_dim*4 bytes for q in the K
+// type's activation format (f16 K: f16 q; q8_0 K: q8_0 q, as the matmuls do).
 // scores: scratch of n_pos floats. out: head_dim floats.
 void attend(const float* q, const KvView& kv, int n_pos, size_t head_dim, float scale, void* q_conv,
             float* scores, float* out);
 
-// y += a * row, with row in f32 or f16. Per-ISA, like the dot products.
+// y += a * row, with row in f32, f16 or q8_0. Per-ISA, like the dot products.
 using AxpyFn = void (*)(float a, const void* row, float* y, size_t n);
 AxpyFn axpy_kernel(tensor::DType row_type);
 namespace scalar { AxpyFn find_axpy(tensor::DType t); }

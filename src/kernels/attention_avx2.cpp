@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include "kernels/attention.h"
+#include "tensor/blocks.h"
 
 namespace kvlab::kernels::avx2 {
 namespace {
@@ -22,10 +23,23 @@ void axpy_f16(float a, const void* row, float* y, size_t n) {
   }
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
+// One q8_0 block: 32 int8 widened to float in 4 groups of 8, scaled by a*d.
+void axpy_q8_0(float a, const void* row, float* y, size_t n) {
+  auto* b = static_cast<const tensor::BlockQ8_0*>(row);
+  for (size_t i = 0; i < n / tensor::kQK; ++i, y += tensor::kQK) {
+    const __m256 ad = _mm256_set1_ps(a * _cvtsh_ss(b[i].d));
+    for (int k = 0; k < 4; ++k) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[i].qs + 8 * k));
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+      _mm256_storeu_ps(y + 8 * k, _mm256_fmadd_ps(ad, v, _mm256_loadu_ps(y + 8 * k)));
+    }
+  }
+}
 }  // namespace
 AxpyFn find_axpy(tensor::DType t) {
   if (t == tensor::DType::F32) return axpy_f32;
   if (t == tensor::DType::F16) return axpy_f16;
+  if (t == tensor::DType::Q8_0) return axpy_q8_0;
   return nullptr;
 }
 }  // namespace kvlab::kernels::avx2

@@ -3,7 +3,9 @@
 // step. Contiguous per sequence:
 //   k[layer][seq][pos][kv_dim],  v[layer][seq][pos][kv_dim]
 // with kv_dim = n_head_kv * head_dim (GQA stores only the shared KV heads).
-// Element type f32 or f16 (--kv-type); f16 halves the bytes decode reads.
+// Element type f32, f16 or q8_0 (--kv-type): f16 halves the bytes decode
+// reads, q8_0 (32-element blocks, 34 bytes) nearly halves them again. For
+// q8_0 every head must be whole blocks (head_dim % 32 == 0).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,14 +26,17 @@ class Cache {
   int n_seq() const { return n_seq_; }
   tensor::DType type() const { return type_; }
   size_t kv_dim() const { return kv_dim_; }
-  size_t elem_bytes() const { return elem_bytes_; }
+  // Bytes per element, averaged over a block (34/32 for q8_0).
+  double elem_bytes() const { return double(row_bytes_) / double(kv_dim_); }
+  // Byte offset of KV head g inside a row.
+  size_t head_offset(int g) const { return size_t(g) * head_bytes_; }
 
   // Row of kv_dim elements for (layer, seq, pos).
   uint8_t* k(int layer, int seq, int pos) { return base(k_, layer, seq, pos); }
   uint8_t* v(int layer, int seq, int pos) { return base(v_, layer, seq, pos); }
   const uint8_t* k(int layer, int seq, int pos) const { return base(k_, layer, seq, pos); }
   const uint8_t* v(int layer, int seq, int pos) const { return base(v_, layer, seq, pos); }
-  size_t row_bytes() const { return kv_dim_ * elem_bytes_; }
+  size_t row_bytes() const { return row_bytes_; }
 
   // Stores one f32 row, converting to the cache type.
   void store(uint8_t* dst, const float* src) const;
@@ -55,7 +60,7 @@ class Cache {
   }
 
   int n_layer_, n_ctx_, n_seq_;
-  size_t kv_dim_, elem_bytes_;
+  size_t kv_dim_, row_bytes_, head_bytes_;
   tensor::DType type_;
   std::vector<uint8_t> k_, v_;
   std::vector<int> used_;

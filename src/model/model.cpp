@@ -75,8 +75,8 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
     const BatchEntry& e = batch[t];
     const size_t g = h / size_t(c.gqa_group());
     kernels::KvView kv;
-    kv.k = cache.k(layer, e.seq, 0) + g * hd * cache.elem_bytes();
-    kv.v = cache.v(layer, e.seq, 0) + g * hd * cache.elem_bytes();
+    kv.k = cache.k(layer, e.seq, 0) + cache.head_offset(int(g));
+    kv.v = cache.v(layer, e.seq, 0) + cache.head_offset(int(g));
     kv.row_stride = cache.row_bytes();
     kv.type = cache.type();
     kernels::attend(&ws.q[t * qd + h * hd], kv, e.pos + 1, hd, scale, &ws.q_conv[size_t(thread) * hd],

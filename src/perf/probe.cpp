@@ -451,14 +451,15 @@ ProbeResult run_probe(const ProbeOptions& opt) {
                       fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) +
                       "x the L3: part of it may be read from cache");
   r.bw_buffer_bytes = buf->bytes;
-  progress("probe: touching a " + binary_size(buf->bytes) + " buffer" +
-           (p.l3_bytes ? " (" + fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) + "x L3)" : std::string()));
   // First touch by the threads that will read each slice (pages land on their
   // NUMA node); nonzero bytes, so no page stays the shared zero page.
-  run_together(n, [&](int t) {
+  const double touch_s = run_together(n, [&](int t) {
     const auto [b, e] = slice(buf->bytes, n, t);
     std::memset(static_cast<char*>(buf->p) + b, 0x5a, e - b);
   });
+  progress("probe: touched a " + binary_size(buf->bytes) + " buffer" +
+           (p.l3_bytes ? " (" + fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) + "x L3)" : std::string()) +
+           " in " + fmt_seconds(touch_s));
   const int passes = opt.bw_passes > 0 ? opt.bw_passes : (opt.quick ? 3 : 5);
   p.mem_read_bw = measure_bandwidth(k, *buf, bandwidth_thread_counts(n, std::min(p.cores, n)), passes,
                                     opt.quick ? 4.0 : 12.0, progress, r.notes);

@@ -108,7 +108,7 @@ const Kernels& avx2() {
       "vfmadd231ps ymm, 12 independent accumulators",
       int8,
       8 * 32 * 2.0,  // 8 vpmaddubsw x 32 int8 multiply-adds x 2 op
-      "vpmaddubsw + vpmaddwd ymm (the q4/q8 dot kernels' multiply)",
+      "vpmaddubsw + vpmaddwd ymm, as in the q4/q8 dot kernels",
   };
   return k;
 }

@@ -10,6 +10,29 @@
 namespace kvlab::perf::probe_kernels {
 namespace {
 
+// Horizontal sums through memory (GCC 12's _mm512_reduce_* trip -Wuninitialized).
+uint64_t hsum_epi64(__m512i v) {
+  alignas(64) uint64_t l[8];
+  _mm512_store_si512(l, v);
+  uint64_t s = 0;
+  for (uint64_t x : l) s += x;
+  return s;
+}
+double hsum_epi32(__m512i v) {
+  alignas(64) int32_t l[16];
+  _mm512_store_si512(l, v);
+  double s = 0;
+  for (int32_t x : l) s += x;
+  return s;
+}
+double hsum_ps(__m512 v) {
+  alignas(64) float l[16];
+  _mm512_store_ps(l, v);
+  double s = 0;
+  for (float x : l) s += x;
+  return s;
+}
+
 // Streaming read: 8 x 64-byte loads per 512-byte step, 4 accumulators.
 uint64_t read_sum(const void* p, size_t bytes) {
   const __m512i* v = static_cast<const __m512i*>(p);
@@ -25,7 +48,7 @@ uint64_t read_sum(const void* p, size_t bytes) {
     s2 = _mm512_add_epi64(s2, _mm512_load_si512(v + i + 6));
     s3 = _mm512_add_epi64(s3, _mm512_load_si512(v + i + 7));
   }
-  return uint64_t(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3))));
+  return hsum_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
 }
 
 // 16 independent vfmadd231ps zmm chains (latency 4 x 2 FMA ports needs 8;
@@ -42,7 +65,7 @@ double fp32(uint64_t iters) {
   }
   __m512 s = _mm512_setzero_ps();
   for (int j = 0; j < kAcc; ++j) s = _mm512_add_ps(s, c[j]);
-  return double(_mm512_reduce_add_ps(s));
+  return hsum_ps(s);
 }
 
 // VNNI: vpdpbusd multiplies 64 u8 x s8 pairs and adds groups of 4 into 16
@@ -50,15 +73,46 @@ double fp32(uint64_t iters) {
 // latency (5) on 2 ports.
 double int8_vnni(uint64_t iters) {
   const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-  __m512i c[kAcc];
-  for (int j = 0; j < kAcc; ++j) c[j] = _mm512_set1_epi32(j);
+  __m512i c0 = _mm512_set1_epi32(0), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2), c3 = _mm512_set1_epi32(3),
+          c4 = _mm512_set1_epi32(4), c5 = _mm512_set1_epi32(5), c6 = _mm512_set1_epi32(6), c7 = _mm512_set1_epi32(7),
+          c8 = _mm512_set1_epi32(8), c9 = _mm512_set1_epi32(9), c10 = _mm512_set1_epi32(10),
+          c11 = _mm512_set1_epi32(11), c12 = _mm512_set1_epi32(12), c13 = _mm512_set1_epi32(13),
+          c14 = _mm512_set1_epi32(14), c15 = _mm512_set1_epi32(15);
+  // Written in asm: with intrinsics GCC 12 copies every accumulator once per
+  // iteration (vpdpbusd overwrites its accumulator operand), doubling the uops.
+  // AT&T order: vpdpbusd s8, u8, acc.
   for (uint64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int j = 0; j < kAcc; ++j) c[j] = _mm512_dpbusd_epi32(c[j], x, y);
+    __asm__ volatile(
+        "vpdpbusd %[y], %[x], %[a0]\n\t"
+        "vpdpbusd %[y], %[x], %[a1]\n\t"
+        "vpdpbusd %[y], %[x], %[a2]\n\t"
+        "vpdpbusd %[y], %[x], %[a3]\n\t"
+        "vpdpbusd %[y], %[x], %[a4]\n\t"
+        "vpdpbusd %[y], %[x], %[a5]\n\t"
+        "vpdpbusd %[y], %[x], %[a6]\n\t"
+        "vpdpbusd %[y], %[x], %[a7]"
+        : [a0] "+v"(c0), [a1] "+v"(c1), [a2] "+v"(c2), [a3] "+v"(c3), [a4] "+v"(c4), [a5] "+v"(c5),
+          [a6] "+v"(c6), [a7] "+v"(c7)
+        : [x] "v"(x), [y] "v"(y));
+    __asm__ volatile(
+        "vpdpbusd %[y], %[x], %[a0]\n\t"
+        "vpdpbusd %[y], %[x], %[a1]\n\t"
+        "vpdpbusd %[y], %[x], %[a2]\n\t"
+        "vpdpbusd %[y], %[x], %[a3]\n\t"
+        "vpdpbusd %[y], %[x], %[a4]\n\t"
+        "vpdpbusd %[y], %[x], %[a5]\n\t"
+        "vpdpbusd %[y], %[x], %[a6]\n\t"
+        "vpdpbusd %[y], %[x], %[a7]"
+        : [a0] "+v"(c8), [a1] "+v"(c9), [a2] "+v"(c10), [a3] "+v"(c11), [a4] "+v"(c12), [a5] "+v"(c13),
+          [a6] "+v"(c14), [a7] "+v"(c15)
+        : [x] "v"(x), [y] "v"(y));
   }
-  __m512i s = _mm512_setzero_si512();
-  for (int j = 0; j < kAcc; ++j) s = _mm512_add_epi32(s, c[j]);
-  return double(_mm512_reduce_add_epi32(s));
+  const __m512i s = _mm512_add_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
+                       _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7))),
+      _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)),
+                       _mm512_add_epi32(_mm512_add_epi32(c12, c13), _mm512_add_epi32(c14, c15))));
+  return hsum_epi32(s);
 }
 
 // Without VNNI: the AVX2 chain on zmm (vpmaddubsw, vpmaddwd by ones, vpaddd),
@@ -80,7 +134,7 @@ double int8_pmadd(uint64_t iters) {
     a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y2), ones));
     a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y3), ones));
   }
-  return double(_mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3))));
+  return hsum_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)));
 }
 
 }  // namespace

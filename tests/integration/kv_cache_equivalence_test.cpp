@@ -18,6 +18,7 @@
 #include "common/models.h"
 #include "common/tiny_model.h"
 #include "engine/session.h"
+#include "common/error.h"
 #include "sample/sampler.h"
 
 namespace kvlab {
@@ -60,6 +61,7 @@ TEST(KvCacheEquivalence, DefaultModel128TokensSeveralPrompts) {
   for (const std::string p : {"The quick brown fox", "def fibonacci(n):", "<|im_start|>user\nName three colours.<|im_end|>\n<|im_start|>assistant\n"}) {
     const auto ids = lm.tok->encode(p, true, true);
     const Divergence d = lockstep(*lm.model, ids, 128, tensor::DType::F16, 2);
+    lockstep(*lm.model, ids, 16, tensor::DType::Q8_0, 2);
     EXPECT_EQ(d.tokens.size(), 128u);
     std::printf("  [%s] max |logit diff| / max |logit| = %.3g over 128 steps\n", p.substr(0, 20).c_str(), d.max_rel_diff);
   }
@@ -70,6 +72,8 @@ TEST(KvCacheEquivalence, StoriesModel128Tokens) {
   for (const std::string p : {"Once upon a time", "The little dog", "Tom and Sue went to the park."}) {
     const auto ids = lm.tok->encode(p, true, true);
     for (auto kv : {tensor::DType::F16, tensor::DType::F32}) lockstep(*lm.model, ids, 128, kv, 2);
+    // stories260K's heads are 8 wide: q8_0 (32-blocks) cannot store them.
+    EXPECT_THROW(lockstep(*lm.model, ids, 4, tensor::DType::Q8_0, 2), Error);
   }
 }
 

@@ -216,28 +216,31 @@ TEST(Ops, SoftmaxAndSilu) {
 
 // One-hot keys: the query matches position 2 only, so the output is V[2].
 TEST(Attention, OneHotKeysSelectTheirValue) {
-  for (DType t : {DType::F32, DType::F16}) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
     for (Isa isa : available_isas()) {
       IsaGuard g(isa);
-      const size_t hd = 8, n = 5;
+      const size_t hd = 32, n = 5;  // one q8_0 block per row
       const auto& info = tensor::dtype_info(t);
-      std::vector<uint8_t> k(n * hd * info.block_bytes), v(n * hd * info.block_bytes);
+      const size_t row = *tensor::row_bytes(t, hd);
+      std::vector<uint8_t> k(n * row), v(n * row);
       for (size_t j = 0; j < n; ++j) {
         std::vector<float> kr(hd, 0.f), vr(hd);
         kr[j] = 1.f;
         for (size_t d = 0; d < hd; ++d) vr[d] = float(10 * j + d);
-        info.quantize(kr.data(), k.data() + j * hd * info.block_bytes, hd);
-        info.quantize(vr.data(), v.data() + j * hd * info.block_bytes, hd);
+        info.quantize(kr.data(), k.data() + j * row, hd);
+        info.quantize(vr.data(), v.data() + j * row, hd);
       }
       std::vector<float> q(hd, 0.f), out(hd), scores(n);
       q[2] = 100.f;  // score 100 vs 0: softmax weight 1 - 4e-44
       std::vector<float> conv(hd);
-      KvView kv{k.data(), v.data(), hd * info.block_bytes, t};
+      KvView kv{k.data(), v.data(), row, t};
       attend(q.data(), kv, int(n), hd, 1.f, conv.data(), scores.data(), out.data());
-      for (size_t d = 0; d < hd; ++d) EXPECT_FLOAT_EQ(out[d], float(20 + d)) << info.name << " " << isa_name(isa);
+      // q8_0 stores V[2] = 20..51 with step 51/127: within half a step.
+      const float tol = t == DType::Q8_0 ? 0.21f : 1e-4f;
+      for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], float(20 + d), tol) << info.name << " " << isa_name(isa);
       // Only the first 2 positions visible (causal): equal scores -> mean of V0, V1.
       attend(q.data(), kv, 2, hd, 1.f, conv.data(), scores.data(), out.data());
-      EXPECT_FLOAT_EQ(out[0], 5.f);
+      EXPECT_NEAR(out[0], 5.f, t == DType::Q8_0 ? 0.1f : 1e-5f);
     }
   }
 }

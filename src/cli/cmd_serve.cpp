@@ -1,0 +1,114 @@
+// kvlab serve: an OpenAI-compatible HTTP server over one loaded model, with
+// continuous batching across --parallel sequence slots (server/scheduler.h),
+// Prometheus /metrics and the perf lab's /api/simulate and /api/diagnose.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/error.h"
+#include "server/http_server.h"
+
+namespace kvlab::cli {
+namespace {
+
+struct ServeOptions {
+  ModelOptions model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int parallel = 4;
+  int max_queue = 32;
+  int prefill_chunk = 128;
+  std::string api_key;
+};
+
+void serve(const ServeOptions& o) {
+  // SIGINT/SIGTERM go to one thread that stops the server; no other thread
+  // (scheduler, HTTP workers) sees them. Writes to a gone client fail, not kill.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const std::string path = resolve_model_path(o.model.model);
+  server::ServerOptions so;
+  so.host = o.host;
+  so.port = o.port;
+  so.api_key = o.api_key;
+  so.model_id = std::filesystem::path(path).stem().string();
+  so.sched.n_seq = o.parallel;
+  so.sched.max_queue = o.max_queue;
+  so.sched.prefill_chunk = o.prefill_chunk;
+  so.sched.n_threads = o.model.threads;
+  so.sched.kv_type = *tensor::parse_dtype(o.model.kv_type);
+  so.sched.n_ctx = o.model.n_ctx;  // resolved after loading when 0
+
+  auto http = std::make_unique<server::HttpServer>(so);
+  http->bind();
+  std::thread sig([&http, set] {
+    int signo = 0;
+    sigwait(&set, &signo);
+    std::fprintf(stderr, "kvlab serve: signal %d, shutting down\n", signo);
+    http->stop();
+  });
+  sig.detach();
+  std::thread listener([&http] { http->listen(); });
+  std::fprintf(stderr, "kvlab serve: listening on http://%s:%d (loading %s)\n", o.host.c_str(), o.port, path.c_str());
+
+  Loaded l;
+  try {
+    ModelOptions mo = o.model;
+    mo.model = path;
+    l = load(mo);
+    const engine::SessionOptions s = session_options(mo, l.model->config());
+    http->set_model(*l.model, *l.tokenizer, s.n_ctx);
+  } catch (...) {
+    http->stop();
+    listener.join();
+    throw;
+  }
+  std::fprintf(stderr, "kvlab serve: ready (%d slots)\n", o.parallel);
+  listener.join();
+  http.reset();  // stops the scheduler before the model goes away
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& root) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* app = root.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server with continuous batching, /metrics and the perf API");
+  add_model_option(*app, o->model);
+  app->add_option("--host", o->host, "address to listen on (loopback by default)")->capture_default_str();
+  app->add_option("--port", o->port, "TCP port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app->add_option("-np,--parallel", o->parallel, "sequence slots decoded together (continuous batching)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app->add_option("-c,--ctx-size", o->model.n_ctx, "context size per slot in tokens (0: min(training context, 4096))")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("-t,--threads", o->model.threads, "threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  app->add_option("--kv-type", o->model.kv_type, "KV cache element type")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16"}));
+  app->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on /v1 and /api routes");
+  app->add_option("--max-queue", o->max_queue, "requests that may wait for a slot; more get 503 + Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app->add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per batch (chunked prefill)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8192));
+  app->callback([o] { serve(*o); });
+}
+
+}  // namespace kvlab::cli

@@ -1,0 +1,315 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "perf/diagnose.h"
+#include "perf/formats.h"
+#include "perf/grade.h"
+#include "perf/hardware.h"
+#include "perf/model_catalog.h"
+#include "perf/report.h"
+#include "perf/simulate.h"
+#include "server/openai_api.h"
+#include "server/sse.h"
+
+namespace kvlab::server {
+
+using nlohmann::json;
+
+namespace {
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(dump(e.body()), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, std::string message, std::string type, std::string code,
+                std::string param = {}) {
+  ApiError e;
+  e.status = status;
+  e.message = std::move(message);
+  e.type = std::move(type);
+  e.code = std::move(code);
+  e.param = std::move(param);
+  send_error(res, e);
+}
+
+// JSON field helpers for the perf endpoints (kvlab::Error -> 400).
+template <class T>
+T get_or(const json& j, const char* name, T def) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return def;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw ApiException{ApiError{400, std::string("'") + name + "' has the wrong type", "invalid_request_error", name,
+                                "invalid_type"}};
+  }
+}
+
+json parse_object(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) throw ApiException{ApiError{400, "the request body is not valid JSON", "invalid_request_error", "", "invalid_json"}};
+  if (!j.is_object()) throw ApiException{ApiError{400, "the request body must be a JSON object", "invalid_request_error", "", "invalid_type"}};
+  return j;
+}
+
+// Only catalog ids over HTTP: a path would let a client read server files.
+perf::ResolvedModel catalog_model(const std::string& name) {
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
+      name.ends_with(".gguf") || name.ends_with(".json"))
+    throw ApiException{ApiError{400, "'model' must be a catalog model id", "invalid_request_error", "model", "invalid_value"}};
+  return perf::resolve_model(name);
+}
+
+std::string simulate(const std::string& body) {
+  const json j = parse_object(body);
+  const perf::ResolvedModel m = catalog_model(get_or<std::string>(j, "model", "llama-3.1-8b"));
+  const perf::Hardware hw = perf::find_hardware(get_or<std::string>(j, "hw", "h100"));
+  perf::SimOptions opt;
+  opt.prompt = get_or<int64_t>(j, "prompt", 512);
+  opt.gen = get_or<int64_t>(j, "gen", 256);
+  opt.batch = get_or<int64_t>(j, "batch", 1);
+  if (opt.prompt < 1 || opt.prompt > (1 << 22)) throw Error("'prompt' must be in [1, 4194304]");
+  if (opt.gen < 0 || opt.gen > (1 << 16)) throw Error("'gen' must be in [0, 65536]");
+  if (opt.batch < 1 || opt.batch > (1 << 16)) throw Error("'batch' must be in [1, 65536]");
+  const std::string weights = get_or<std::string>(j, "weights", "auto");
+  opt.weights = weights == "auto" ? "bf16" : weights;
+  if (weights == "auto" && m.file_bits_per_weight) {
+    opt.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
+    opt.weight_bits = m.file_bits_per_weight;
+  }
+  opt.kv = get_or<std::string>(j, "kv", "f16");
+  const std::string compute = get_or<std::string>(j, "compute", "auto");
+  if (compute != "auto") opt.compute = perf::parse_precision(compute);
+  opt.with_cache = !get_or<bool>(j, "no_kv_cache", false);
+  return perf::render_simulation(perf::simulate(m.id, m.config, hw, opt), perf::Format::Json);
+}
+
+std::string diagnose(const std::string& body) {
+  const json j = parse_object(body);
+  perf::DiagnoseOptions d;
+  d.obs.ttft_s = get_or<double>(j, "ttft_ms", 50) / 1e3;
+  d.obs.decode_tok_s = get_or<double>(j, "decode_tok_s", 2);
+  d.obs.prompt_tokens = get_or<int64_t>(j, "prompt_tokens", 512);
+  d.obs.gen_tokens = get_or<int64_t>(j, "gen_tokens", 128);
+  d.obs.kv_cache = !get_or<bool>(j, "no_kv_cache", false);
+  if (!(d.obs.ttft_s > 0) || !(d.obs.decode_tok_s > 0)) throw Error("'ttft_ms' and 'decode_tok_s' must be > 0");
+  if (d.obs.prompt_tokens < 1 || d.obs.gen_tokens < 1) throw Error("'prompt_tokens' and 'gen_tokens' must be >= 1");
+  const perf::ResolvedModel m = catalog_model(get_or<std::string>(j, "model", "llama-3.1-8b"));
+  d.model_id = m.id;
+  d.model = m.config;
+  const std::string weights = get_or<std::string>(j, "weights", "auto");
+  d.weights = weights == "auto" ? "bf16" : weights;
+  if (weights == "auto" && m.file_bits_per_weight) {
+    d.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
+    d.weight_bits = m.file_bits_per_weight;
+  }
+  d.kv = get_or<std::string>(j, "kv", "f16");
+  const std::string hw = get_or<std::string>(j, "hw", "");
+  if (!hw.empty()) d.hw = perf::find_hardware(hw);
+  d.target_ttft_s = get_or<double>(j, "target_ttft_ms", d.target_ttft_s * 1e3) / 1e3;
+  d.target_tok_s = get_or<double>(j, "target_tok_s", d.target_tok_s);
+  const perf::Diagnosis result = perf::diagnose(d);
+  const std::string answer = get_or<std::string>(j, "answer", "");
+  if (!answer.empty())
+    return perf::render_grade(perf::grade_answer(answer, perf::expected_from(result)), perf::Format::Json);
+  return perf::render_diagnosis(result, perf::Format::Json);
+}
+
+std::string status_message(int status) {
+  switch (status) {
+    case 400: return "bad request";
+    case 404: return "not found";
+    case 405: return "method not allowed";
+    case 413: return "request body too large";
+    case 414: return "request URI too long";
+    default: return "HTTP error " + std::to_string(status);
+  }
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions opt) : opt_(std::move(opt)), svr_(std::make_unique<httplib::Server>()) {
+  metrics_.set_gauge_source([this] {
+    if (!ready_) return Gauges{};
+    return sched_->gauges();
+  });
+  const size_t threads = opt_.http_threads > 0 ? size_t(opt_.http_threads)
+                                               : size_t(opt_.sched.n_seq + opt_.sched.max_queue + 4);
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr_->set_payload_max_length(opt_.payload_max);
+  svr_->set_read_timeout(30);
+  svr_->set_write_timeout(30);
+  svr_->set_tcp_nodelay(true);
+  routes();
+}
+
+HttpServer::~HttpServer() {
+  svr_->stop();
+  sched_.reset();
+}
+
+int HttpServer::bind() {
+  if (!svr_->bind_to_port(opt_.host, opt_.port))
+    throw Error("cannot listen on " + opt_.host + ":" + std::to_string(opt_.port));
+  return opt_.port;
+}
+
+void HttpServer::listen() { svr_->listen_after_bind(); }
+void HttpServer::stop() { svr_->stop(); }
+
+void HttpServer::set_model(const model::Model& model, const tokenizer::Tokenizer& tok, int n_ctx) {
+  opt_.sched.n_ctx = n_ctx;
+  model_ = &model;
+  tok_ = &tok;
+  sched_ = std::make_unique<Scheduler>(model, tok, opt_.sched, metrics_);
+  ready_ = true;
+}
+
+void HttpServer::routes() {
+  httplib::Server& s = *svr_;
+
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
+    const std::string code = res.status == 413 ? "payload_too_large" : res.status == 404 ? "not_found" : "";
+    send_error(res, res.status, status_message(res.status), type, code);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, what, "server_error", "internal_error");
+  });
+
+  auto authorized = [this](const httplib::Request& req, httplib::Response& res) {
+    if (opt_.api_key.empty()) return true;
+    if (req.get_header_value("Authorization") == "Bearer " + opt_.api_key) return true;
+    send_error(res, 401, req.has_header("Authorization") ? "Incorrect API key provided" : "Missing API key",
+               "invalid_request_error", "invalid_api_key");
+    return false;
+  };
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_) {
+      res.status = 503;
+      res.set_content(R"({"status":"loading model"})", "application/json");
+      return;
+    }
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(), "text/plain; version=0.0.4");
+  });
+
+  s.Get("/v1/models", [this, authorized](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    json m = {{"id", opt_.model_id}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "kvlab"}};
+    if (ready_) m["meta"] = {{"n_ctx", opt_.sched.n_ctx}, {"n_params", model_->n_params()}, {"slots", opt_.sched.n_seq}};
+    res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+  });
+
+  auto generate = [this, authorized](Endpoint ep) {
+    return [this, authorized, ep](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req, res)) return;
+      if (!ready_) {
+        res.set_header("Retry-After", "1");
+        send_error(res, 503, "the model is still loading", "server_error", "model_loading");
+        return;
+      }
+      auto pr = std::make_shared<ParsedRequest>();
+      try {
+        *pr = parse_request(ep, req.body, *tok_, ApiLimits{opt_.model_id, opt_.sched.n_ctx});
+      } catch (const ApiException& e) {
+        send_error(res, e.err);
+        return;
+      }
+      std::shared_ptr<Handle> h = sched_->submit(pr->gen);
+      if (!h) {
+        metrics_.request_rejected();
+        res.set_header("Retry-After", "1");
+        send_error(res, 503, "all slots are busy and the queue is full; retry later", "server_error", "server_busy");
+        return;
+      }
+      const std::string id = new_id(ep);
+      const int64_t created = unix_now();
+      if (!pr->stream) {
+        const Handle::Update u = h->wait_all();
+        if (u.finish_reason == "error") {
+          send_error(res, 500, u.error, "server_error", "generation_failed");
+          return;
+        }
+        res.set_content(dump(completion_response(*pr, id, created, u.text, u.finish_reason, h->timings())),
+                        "application/json");
+        return;
+      }
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");
+      auto sent_role = std::make_shared<bool>(false);
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [pr, h, id, created, sent_role](size_t, httplib::DataSink& sink) {
+            auto write = [&](const std::string& s) {
+              if (sink.write(s.data(), s.size())) return true;
+              h->cancel();
+              return false;
+            };
+            if (pr->endpoint == Endpoint::Chat && !*sent_role) {
+              *sent_role = true;
+              return write(sse::event(dump(stream_chunk(*pr, id, created, "", "", true))));
+            }
+            const std::optional<Handle::Update> u = h->next(std::chrono::milliseconds(100));
+            if (!u) return true;  // nothing yet; httplib calls again
+            if (!u->text.empty() && !write(sse::event(dump(stream_chunk(*pr, id, created, u->text, "", false)))))
+              return false;
+            if (!u->done) return true;
+            if (u->finish_reason == "error") {
+              ApiError e{500, u->error, "server_error", "", "generation_failed"};
+              if (!write(sse::event(dump(e.body())))) return false;
+            } else {
+              if (!write(sse::event(dump(stream_chunk(*pr, id, created, "", u->finish_reason, false))))) return false;
+              if (pr->include_usage && !write(sse::event(dump(usage_chunk(*pr, id, created, h->timings())))))
+                return false;
+            }
+            if (!write(sse::done())) return false;
+            sink.done();
+            return true;
+          },
+          [h](bool success) {
+            if (!success) h->cancel();
+          });
+    };
+  };
+  s.Post("/v1/completions", generate(Endpoint::Completions));
+  s.Post("/v1/chat/completions", generate(Endpoint::Chat));
+  s.Post("/completions", generate(Endpoint::Completions));
+  s.Post("/chat/completions", generate(Endpoint::Chat));
+
+  auto perf_route = [authorized](std::string (*fn)(const std::string&)) {
+    return [authorized, fn](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req, res)) return;
+      try {
+        res.set_content(fn(req.body), "application/json");
+      } catch (const ApiException& e) {
+        send_error(res, e.err);
+      } catch (const Error& e) {
+        send_error(res, 400, e.what(), "invalid_request_error", "invalid_value");
+      }
+    };
+  };
+  s.Post("/api/simulate", perf_route(&simulate));
+  s.Post("/api/diagnose", perf_route(&diagnose));
+}
+
+}  // namespace kvlab::server

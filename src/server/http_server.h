@@ -1,0 +1,55 @@
+// The HTTP front end (cpp-httplib): OpenAI-compatible routes, /health,
+// /metrics, /api/simulate and /api/diagnose. It listens before the model is
+// loaded (/health answers 503 until set_model is called).
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "model/model.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace kvlab::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;             // empty: no authentication
+  size_t payload_max = 1 << 20;    // bytes of request body; larger: 413
+  int http_threads = 0;            // 0: slots + queue + 4
+  std::string model_id;            // echoed in responses
+  SchedulerOptions sched;
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions opt);
+  ~HttpServer();
+  // Binds the socket; throws kvlab::Error when that fails. Returns the port.
+  int bind();
+  // Serves until stop(); blocking.
+  void listen();
+  void stop();
+  // Takes the loaded model (kept alive by the caller) and starts the scheduler
+  // with `n_ctx` positions per slot.
+  void set_model(const model::Model& model, const tokenizer::Tokenizer& tok, int n_ctx);
+
+ private:
+  void routes();
+  ServerOptions opt_;
+  Metrics metrics_;
+  std::unique_ptr<httplib::Server> svr_;
+  std::atomic<bool> ready_{false};
+  const tokenizer::Tokenizer* tok_ = nullptr;
+  const model::Model* model_ = nullptr;
+  std::unique_ptr<Scheduler> sched_;
+};
+
+}  // namespace kvlab::server

@@ -1,0 +1,57 @@
+// Server metrics in the Prometheus text exposition format: latency
+// histograms (TTFT, inter-token, end-to-end, queue time), token and request
+// counters, and gauges (running / waiting requests, KV cache utilisation)
+// sampled from the scheduler when /metrics is scraped. Thread-safe.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kvlab::server {
+
+class Histogram {
+ public:
+  Histogram(std::string name, std::string help, std::vector<double> bounds);
+  void observe(double v);  // not locked: Metrics holds the lock
+  void render(std::string& out) const;
+
+ private:
+  std::string name_, help_;
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // one per bound, plus +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+struct Gauges {
+  int running = 0;
+  int waiting = 0;
+  double kv_usage = 0;  // used positions / (slots * n_ctx)
+  int slots = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  void observe_queue(double s);
+  void observe_ttft(double s);
+  void observe_itl(double s);
+  void observe_e2e(double s);
+  void add_tokens(int64_t prompt, int64_t generated, int64_t cached = 0);
+  void request_finished(const std::string& finish_reason);  // stop | length | cancelled | error
+  void request_rejected();                                    // queue full (503)
+  // Called at render time for the gauges.
+  void set_gauge_source(std::function<Gauges()> f);
+  std::string render() const;
+
+ private:
+  mutable std::mutex mu_;
+  Histogram queue_, ttft_, itl_, e2e_;
+  int64_t prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
+  int64_t finished_stop_ = 0, finished_length_ = 0, cancelled_ = 0, errors_ = 0, rejected_ = 0;
+  std::function<Gauges()> gauges_;
+};
+
+}  // namespace kvlab::server

@@ -1,0 +1,68 @@
+// OpenAI-compatible request parsing/validation and response JSON, free of any
+// HTTP library: handlers turn an ApiError into the status and the
+// {"error":{"message","type","param","code"}} body.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kvlab::server {
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // empty: null
+  std::string code;   // empty: null
+  nlohmann::json body() const;
+};
+
+// Throw this from parsing code; handlers catch it.
+struct ApiException {
+  ApiError err;
+};
+
+enum class Endpoint { Completions, Chat };
+
+struct ApiLimits {
+  std::string model_id;  // the served model's id
+  int n_ctx = 2048;
+};
+
+struct ParsedRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  GenRequest gen;
+  bool stream = false;
+  bool include_usage = false;
+  std::string model;  // as echoed in responses
+};
+
+// Parses and validates a request body; throws ApiException with the right
+// 4xx. Tokenizes the prompt (chat: ChatML via apply_chatml).
+ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenizer::Tokenizer& tok,
+                            const ApiLimits& limits);
+
+// Whether `name` names the served model (its id, or its file name).
+bool model_matches(const std::string& name, const std::string& model_id);
+
+std::string new_id(Endpoint ep);  // "cmpl-..." / "chatcmpl-..."
+int64_t unix_now();
+
+nlohmann::json usage_json(const Timings& t);
+nlohmann::json timings_json(const Timings& t);
+// Non-streaming response.
+nlohmann::json completion_response(const ParsedRequest& r, const std::string& id, int64_t created,
+                                   const std::string& text, const std::string& finish_reason, const Timings& t);
+// One streaming chunk; `finish_reason` empty: null. `role`: first chat delta.
+nlohmann::json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& text,
+                            const std::string& finish_reason, bool role);
+nlohmann::json usage_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const Timings& t);
+
+// JSON text safe for any bytes (invalid UTF-8 replaced).
+std::string dump(const nlohmann::json& j);
+
+}  // namespace kvlab::server

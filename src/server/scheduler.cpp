@@ -1,0 +1,298 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace kvlab::server {
+namespace {
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+// ---- Handle ----------------------------------------------------------------
+
+void Handle::push(const std::string& text) {
+  if (text.empty()) return;
+  {
+    std::lock_guard l(mu_);
+    pending_ += text;
+  }
+  cv_.notify_all();
+}
+
+void Handle::finish(const std::string& reason, const std::string& error) {
+  {
+    std::lock_guard l(mu_);
+    done_ = true;
+    finish_reason_ = reason;
+    error_ = error;
+  }
+  cv_.notify_all();
+}
+
+std::optional<Handle::Update> Handle::next(std::chrono::milliseconds timeout) {
+  std::unique_lock l(mu_);
+  if (!cv_.wait_for(l, timeout, [&] { return done_ || !pending_.empty(); })) return std::nullopt;
+  Update u;
+  u.text = std::move(pending_);
+  pending_.clear();
+  u.done = done_;
+  u.finish_reason = finish_reason_;
+  u.error = error_;
+  return u;
+}
+
+Handle::Update Handle::wait_all() {
+  std::unique_lock l(mu_);
+  cv_.wait(l, [&] { return done_; });
+  Update u;
+  u.text = std::move(pending_);
+  pending_.clear();
+  u.done = true;
+  u.finish_reason = finish_reason_;
+  u.error = error_;
+  return u;
+}
+
+Timings Handle::timings() const {
+  std::lock_guard l(mu_);
+  return timings_;
+}
+
+// ---- Scheduler -------------------------------------------------------------
+
+namespace {
+SchedulerOptions checked(SchedulerOptions o) {
+  if (o.n_threads <= 0) o.n_threads = kernels::ThreadPool::default_threads();
+  if (o.n_seq < 1) throw Error("--parallel must be >= 1");
+  if (o.n_ctx < 2) throw Error("context size must be >= 2");
+  o.prefill_chunk = std::clamp(o.prefill_chunk, 1, o.n_ctx);
+  return o;
+}
+}  // namespace
+
+Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok, SchedulerOptions opt,
+                     Metrics& metrics)
+    : model_(model),
+      tok_(tok),
+      opt_(checked(opt)),
+      metrics_(metrics),
+      pool_(opt_.n_threads),
+      cache_(model.config(), opt_.n_ctx, opt_.n_seq, opt_.kv_type),
+      ws_(model.config(), opt_.prefill_chunk + opt_.n_seq, opt_.n_ctx, opt_.n_threads),
+      logits_(size_t(model.config().n_vocab) * size_t(opt_.n_seq)),
+      active_(size_t(opt_.n_seq)) {
+  batch_.reserve(size_t(opt_.prefill_chunk + opt_.n_seq));
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (auto& s : active_)
+    if (s) s->h->finish("error", "server shutting down");
+  for (auto& w : waiting_) w.h->finish("error", "server shutting down");
+}
+
+std::shared_ptr<Handle> Scheduler::submit(GenRequest req) {
+  auto h = std::make_shared<Handle>();
+  {
+    std::lock_guard l(mu_);
+    if (int(waiting_.size()) >= opt_.max_queue) return nullptr;
+    waiting_.push_back({std::move(req), h, Clock::now()});
+  }
+  cv_.notify_all();
+  return h;
+}
+
+Gauges Scheduler::gauges() const {
+  Gauges g;
+  {
+    std::lock_guard l(mu_);
+    g.waiting = int(waiting_.size());
+  }
+  g.running = running_.load();
+  g.slots = opt_.n_seq;
+  g.kv_usage = double(used_positions_.load()) / (double(opt_.n_seq) * double(opt_.n_ctx));
+  return g;
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return stop_ || running_.load() > 0 || !waiting_.empty(); });
+      if (stop_) return;
+    }
+    admit();
+    step();
+  }
+}
+
+// Moves waiting requests into free slots (drops the ones cancelled while queued).
+void Scheduler::admit() {
+  std::lock_guard l(mu_);
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (!it->h->cancelled()) {
+      ++it;
+      continue;
+    }
+    it->h->finish("cancelled");
+    metrics_.request_finished("cancelled");
+    it = waiting_.erase(it);
+  }
+  for (size_t slot = 0; slot < active_.size() && !waiting_.empty(); ++slot) {
+    if (active_[slot]) continue;
+    Waiting w = std::move(waiting_.front());
+    waiting_.pop_front();
+    auto s = std::make_unique<Seq>();
+    s->slot = int(slot);
+    s->req = std::move(w.req);
+    s->h = std::move(w.h);
+    s->arrival = w.arrival;
+    s->admitted = Clock::now();
+    s->tokens = s->req.prompt;
+    s->sampler = std::make_unique<sample::Sampler>(s->req.sampling);
+    s->decoder = std::make_unique<tokenizer::StreamDecoder>(tok_);
+    metrics_.observe_queue(ms_between(s->arrival, s->admitted) / 1e3);
+    cache_.clear(int(slot));
+    active_[slot] = std::move(s);
+    ++running_;
+  }
+}
+
+void Scheduler::step() {
+  // Clients that went away free their slot before the next pass.
+  for (auto& s : active_)
+    if (s && s->h->cancelled()) finish(*s, "cancelled");
+
+  batch_.clear();
+  std::vector<Seq*> owners;  // sequence of each logits row, in batch order
+  std::vector<std::pair<Seq*, int>> advanced;
+  for (auto& s : active_) {
+    if (!s || s->prefilling) continue;
+    batch_.push_back({s->tokens.back(), s->n_past, s->slot, true});
+    owners.push_back(s.get());
+    advanced.push_back({s.get(), 1});
+  }
+  int budget = opt_.prefill_chunk;
+  for (auto& s : active_) {
+    if (!s || !s->prefilling || budget == 0) continue;
+    const int prompt = int(s->req.prompt.size());
+    const int n = std::min(budget, prompt - s->n_past);
+    for (int i = 0; i < n; ++i) {
+      const int pos = s->n_past + i;
+      const bool last = pos + 1 == prompt;
+      batch_.push_back({s->req.prompt[size_t(pos)], pos, s->slot, last});
+      if (last) owners.push_back(s.get());
+    }
+    advanced.push_back({s.get(), n});
+    budget -= n;
+  }
+  if (batch_.empty()) return;
+
+  try {
+    model_.forward(batch_, cache_, ws_, pool_, logits_.data());
+  } catch (const std::exception& e) {
+    for (auto& [s, n] : advanced) finish(*s, "error", e.what());
+    return;
+  }
+  for (auto& [s, n] : advanced) s->n_past += n;
+
+  const size_t n_vocab = size_t(model_.config().n_vocab);
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Seq& s = *owners[i];
+    if (s.prefilling) {
+      s.prefilling = false;
+      metrics_.add_tokens(int64_t(s.req.prompt.size()), 0);
+    }
+    const std::span<const float> row(logits_.data() + i * n_vocab, n_vocab);
+    const int32_t id = s.sampler->sample(row, s.tokens);
+    on_token(s, id);
+  }
+  int64_t used = 0;
+  for (auto& s : active_)
+    if (s) used += cache_.used(s->slot);
+  used_positions_ = used;
+}
+
+void Scheduler::on_token(Seq& s, int32_t id) {
+  const auto now = Clock::now();
+  if (s.first_token == Clock::time_point{}) {
+    s.first_token = now;
+    metrics_.observe_ttft(ms_between(s.arrival, now) / 1e3);
+  } else {
+    metrics_.observe_itl(ms_between(s.last_token, now) / 1e3);
+  }
+  s.last_token = now;
+  if (!s.req.ignore_eos && tok_.is_end_of_generation(id)) {
+    finish(s, "stop");
+    return;
+  }
+  ++s.n_generated;
+  metrics_.add_tokens(0, 1);
+  s.tokens.push_back(id);
+  s.text += s.decoder->push(id);
+  for (const std::string& stop : s.req.stop) {
+    const size_t p = s.text.find(stop, s.emitted);
+    if (p != std::string::npos) {
+      s.text.resize(p);
+      finish(s, "stop");
+      return;
+    }
+  }
+  if (s.n_generated >= s.req.max_tokens || s.n_past + 1 > opt_.n_ctx) {
+    s.text += s.decoder->flush();
+    finish(s, "length");
+    return;
+  }
+  emit(s, false);
+}
+
+void Scheduler::emit(Seq& s, bool final) {
+  size_t safe = s.text.size();
+  if (!final && !s.req.stop.empty()) {
+    size_t hold = 0;
+    for (const auto& st : s.req.stop) hold = std::max(hold, st.size() - 1);
+    safe = s.text.size() > hold ? s.text.size() - hold : 0;
+    // never split a UTF-8 code point
+    while (safe > s.emitted && safe < s.text.size() && (uint8_t(s.text[safe]) & 0xC0) == 0x80) --safe;
+  }
+  if (safe > s.emitted) {
+    s.h->push(s.text.substr(s.emitted, safe - s.emitted));
+    s.emitted = safe;
+  }
+}
+
+void Scheduler::finish(Seq& s, const std::string& reason, const std::string& error) {
+  if (reason == "stop" || reason == "length") emit(s, true);
+  const auto now = Clock::now();
+  Timings t;
+  t.prompt_tokens = int(s.req.prompt.size());
+  t.completion_tokens = s.n_generated;
+  t.queue_ms = ms_between(s.arrival, s.admitted);
+  if (s.first_token != Clock::time_point{}) {
+    t.prompt_ms = ms_between(s.admitted, s.first_token);
+    t.ttft_ms = ms_between(s.arrival, s.first_token);
+    t.decode_ms = ms_between(s.first_token, s.last_token);
+  }
+  if (reason == "stop" || reason == "length") metrics_.observe_e2e(ms_between(s.arrival, now) / 1e3);
+  metrics_.request_finished(reason);
+  {
+    std::lock_guard l(s.h->mu_);
+    s.h->timings_ = t;
+  }
+  s.h->finish(reason, error);
+  const int slot = s.slot;
+  cache_.clear(slot);
+  active_[size_t(slot)].reset();  // destroys s
+  --running_;
+}
+
+}  // namespace kvlab::server

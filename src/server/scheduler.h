@@ -1,0 +1,149 @@
+// Continuous batching. One scheduler thread owns the model's KV cache (one
+// slot per concurrent sequence), the workspace and the thread pool. Every
+// iteration builds ONE batch: a decode entry for each running sequence plus a
+// chunk of prompt tokens of sequences still prefilling (chunked prefill, so a
+// long prompt does not stall running streams), runs one forward pass, samples
+// each sequence that produced logits and hands the new text to the request's
+// handle, which the HTTP handler thread waits on.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "sample/sampler.h"
+#include "server/metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kvlab::server {
+
+using Clock = std::chrono::steady_clock;
+
+struct GenRequest {
+  std::vector<int32_t> prompt;  // at least one token, shorter than n_ctx
+  sample::Params sampling;
+  int max_tokens = 16;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+
+struct Timings {
+  int prompt_tokens = 0;
+  int cached_tokens = 0;
+  int completion_tokens = 0;
+  double queue_ms = 0;
+  double prompt_ms = 0;   // admission -> first token
+  double decode_ms = 0;   // first token -> last token
+  double ttft_ms = 0;     // arrival -> first token
+};
+
+// Shared between the scheduler (producer) and one HTTP handler (consumer).
+class Handle {
+ public:
+  struct Update {
+    std::string text;                   // new text since the last update
+    bool done = false;
+    std::string finish_reason;          // "stop" | "length" | "error" (when done)
+    std::string error;                  // when finish_reason == "error"
+  };
+  // Waits up to `timeout` for news; returns nullopt on timeout.
+  std::optional<Update> next(std::chrono::milliseconds timeout);
+  // Blocks until done; returns all text.
+  Update wait_all();
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  Timings timings() const;
+
+ private:
+  friend class Scheduler;
+  void push(const std::string& text);
+  void finish(const std::string& reason, const std::string& error = {});
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string pending_;
+  bool done_ = false;
+  std::string finish_reason_, error_;
+  std::atomic<bool> cancelled_{false};
+  Timings timings_;
+};
+
+struct SchedulerOptions {
+  int n_seq = 4;             // --parallel
+  int n_ctx = 2048;          // per sequence
+  int n_threads = 0;         // 0: all cores
+  int prefill_chunk = 128;   // prompt tokens per iteration (all prefilling sequences together)
+  int max_queue = 64;        // waiting requests beyond the slots; more: rejected
+  tensor::DType kv_type = tensor::DType::F16;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok, SchedulerOptions opt, Metrics& metrics);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request; nullptr when the queue is full.
+  std::shared_ptr<Handle> submit(GenRequest req);
+  Gauges gauges() const;
+  const SchedulerOptions& options() const { return opt_; }
+
+ private:
+  struct Waiting {
+    GenRequest req;
+    std::shared_ptr<Handle> h;
+    Clock::time_point arrival;
+  };
+  struct Seq {
+    int slot = -1;
+    GenRequest req;
+    std::shared_ptr<Handle> h;
+    Clock::time_point arrival, admitted, first_token, last_token;
+    std::vector<int32_t> tokens;  // prompt + generated
+    int n_past = 0;               // positions in the KV cache
+    int n_generated = 0;
+    bool prefilling = true;
+    std::unique_ptr<sample::Sampler> sampler;
+    std::unique_ptr<tokenizer::StreamDecoder> decoder;
+    std::string text;             // generated text so far
+    size_t emitted = 0;           // bytes of `text` sent
+  };
+
+  void loop();
+  void admit();
+  void step();
+  // Handles a freshly sampled token; returns true when the sequence is done.
+  bool on_token(Seq& s, int32_t id);
+  void emit(Seq& s, bool final);
+  void finish(Seq& s, const std::string& reason, const std::string& error = {});
+
+  const model::Model& model_;
+  const tokenizer::Tokenizer& tok_;
+  SchedulerOptions opt_;
+  Metrics& metrics_;
+  kernels::ThreadPool pool_;
+  kv::Cache cache_;
+  model::Workspace ws_;
+  std::vector<float> logits_;
+  std::vector<model::BatchEntry> batch_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Waiting> waiting_;
+  std::vector<std::unique_ptr<Seq>> active_;  // index = slot; null when free
+  std::atomic<int> running_{0};
+  std::atomic<int64_t> used_positions_{0};
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace kvlab::server
