@@ -35,12 +35,19 @@ struct DotKernel {
   // bit-identical to dot() on that row (same operations in the same order),
   // so a token's output never depends on the batch it was computed in.
   void (*dot4)(const void* w_row, const void* act, size_t act_stride, size_t n, float* out);
+  // 4 weight rows `w_stride` bytes apart against one activation row (decode):
+  // four independent accumulation chains, each bit-identical to dot().
+  void (*rows4)(const void* w_rows, size_t w_stride, const void* act_row, size_t n, float* out);
 };
 
-// dot4 for kernels without a fused one: four calls of dot.
+// dot4 / rows4 for kernels without fused ones: four calls of dot.
 template <float (*Dot)(const void*, const void*, size_t)>
 void dot4_by_rows(const void* w, const void* act, size_t stride, size_t n, float* out) {
   for (int t = 0; t < 4; ++t) out[t] = Dot(w, static_cast<const uint8_t*>(act) + size_t(t) * stride, n);
+}
+template <float (*Dot)(const void*, const void*, size_t)>
+void rows4_by_rows(const void* w, size_t stride, const void* act, size_t n, float* out) {
+  for (int r = 0; r < 4; ++r) out[r] = Dot(static_cast<const uint8_t*>(w) + size_t(r) * stride, act, n);
 }
 
 size_t act_row_bytes(ActFormat f, size_t n);

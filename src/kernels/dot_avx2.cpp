@@ -92,28 +92,37 @@ float dot_bf16(const void* w, const void* a, size_t n) {
   return s;
 }
 
-// Quantized blocks, for NT activation rows at once (NT = 1: decode). Each row
-// has its own accumulator and sees exactly the operations the NT = 1 kernel
-// performs, so results do not depend on NT. The weight block is decoded once.
-// `Block` is the weight block, `Unpack` returns its 32 values as bytes,
-// `Product` multiplies them with 32 activation bytes into 8 int32 sums.
-template <int NT, class ActBlock, class WBlock, class Unpack, class Product, class Offset>
-inline void dot_blocks(const WBlock* x, const uint8_t* act, size_t stride, size_t n, float* out, Unpack unpack,
-                       Product product, Offset offset) {
-  __m256 acc[NT];
-  float off[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), off[t] = 0.f;
+// Quantized blocks, NR weight rows against NT activation rows at once. Each
+// (row, activation) pair has its own accumulator and sees exactly the
+// operations of the 1x1 kernel in the same order, so results do not depend on
+// NR or NT (a token's logits do not depend on its batch). NT > 1 (prefill)
+// decodes each weight block once for NT tokens; NR > 1 (decode) runs NR
+// independent FMA chains, hiding their latency while the rows stream in.
+// `unpack` returns a weight block's 32 values as bytes, `product` multiplies
+// them with 32 activation bytes into 8 int32 sums (as float), `offset` adds a
+// block's constant term (Q4_1's minimum).
+template <int NR, int NT, class ActBlock, class WBlock, class Unpack, class Product, class Offset>
+inline void dot_blocks(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t a_stride, size_t n, float* out,
+                       Unpack unpack, Product product, Offset offset) {
+  __m256 acc[NR][NT];
+  float off[NR][NT];
+  for (int r = 0; r < NR; ++r)
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps(), off[r][t] = 0.f;
   for (size_t b = 0; b < n / kQK; ++b) {
-    const __m256i qx = unpack(x[b]);
-    const float dx = h2f(x[b].d);
-    for (int t = 0; t < NT; ++t) {
-      const ActBlock& y = reinterpret_cast<const ActBlock*>(act + size_t(t) * stride)[b];
-      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs));
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * h2f(y.d)), product(qx, qy), acc[t]);
-      offset(x[b], y, off[t]);
+    for (int r = 0; r < NR; ++r) {
+      const WBlock& x = reinterpret_cast<const WBlock*>(w + size_t(r) * w_stride)[b];
+      const __m256i qx = unpack(x);
+      const float dx = h2f(x.d);
+      for (int t = 0; t < NT; ++t) {
+        const ActBlock& y = reinterpret_cast<const ActBlock*>(act + size_t(t) * a_stride)[b];
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * h2f(y.d)), product(qx, qy), acc[r][t]);
+        offset(x, y, off[r][t]);
+      }
     }
   }
-  for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]) + off[t];
+  for (int r = 0; r < NR; ++r)
+    for (int t = 0; t < NT; ++t) out[r * NT + t] = hsum(acc[r][t]) + off[r][t];
 }
 
 struct NoOffset {
@@ -125,31 +134,47 @@ struct MinOffset {
   void operator()(const BlockQ4_1& x, const BlockQ8_1& y, float& off) const { off += h2f(x.m) * h2f(y.s); }
 };
 
-template <int NT>
-void q8_0_n(const void* w, const void* a, size_t stride, size_t n, float* out) {
-  dot_blocks<NT, BlockQ8_0>(
-      static_cast<const BlockQ8_0*>(w), static_cast<const uint8_t*>(a), stride, n, out,
-      [](const BlockQ8_0& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }, dot_i8_i8,
-      NoOffset{});
-}
-template <int NT>
-void q4_0_n(const void* w, const void* a, size_t stride, size_t n, float* out) {
-  dot_blocks<NT, BlockQ8_0>(
-      static_cast<const BlockQ4_0*>(w), static_cast<const uint8_t*>(a), stride, n, out,
-      [](const BlockQ4_0& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }, dot_i8_i8,
-      NoOffset{});
-}
-template <int NT>
-void q4_1_n(const void* w, const void* a, size_t stride, size_t n, float* out) {
-  dot_blocks<NT, BlockQ8_1>(static_cast<const BlockQ4_1*>(w), static_cast<const uint8_t*>(a), stride, n, out,
-                            [](const BlockQ4_1& b) { return unpack_nibbles(b.qs); }, dot_u8_i8, MinOffset{});
-}
+struct Q8_0Kind {
+  using W = BlockQ8_0;
+  using A = BlockQ8_0;
+  static __m256i unpack(const W& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+  static __m256 product(__m256i x, __m256i y) { return dot_i8_i8(x, y); }
+  using Offset = NoOffset;
+};
+struct Q4_0Kind {
+  using W = BlockQ4_0;
+  using A = BlockQ8_0;
+  static __m256i unpack(const W& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+  static __m256 product(__m256i x, __m256i y) { return dot_i8_i8(x, y); }
+  using Offset = NoOffset;
+};
+struct Q4_1Kind {
+  using W = BlockQ4_1;
+  using A = BlockQ8_1;
+  static __m256i unpack(const W& b) { return unpack_nibbles(b.qs); }
+  static __m256 product(__m256i x, __m256i y) { return dot_u8_i8(x, y); }
+  using Offset = MinOffset;
+};
 
-template <void (*N1)(const void*, const void*, size_t, size_t, float*)>
-float dot1(const void* w, const void* a, size_t n) {
+template <class K, int NR, int NT>
+void kernel(const void* w, size_t w_stride, const void* a, size_t a_stride, size_t n, float* out) {
+  dot_blocks<NR, NT, typename K::A, typename K::W>(static_cast<const uint8_t*>(w), w_stride,
+                                                   static_cast<const uint8_t*>(a), a_stride, n, out, K::unpack,
+                                                   K::product, typename K::Offset{});
+}
+template <class K>
+float dot_1x1(const void* w, const void* a, size_t n) {
   float r;
-  N1(w, a, 0, n, &r);
+  kernel<K, 1, 1>(w, 0, a, 0, n, &r);
   return r;
+}
+template <class K>
+void dot_1x4(const void* w, const void* a, size_t a_stride, size_t n, float* out) {
+  kernel<K, 1, 4>(w, 0, a, a_stride, n, out);
+}
+template <class K>
+void dot_4x1(const void* w, size_t w_stride, const void* a, size_t n, float* out) {
+  kernel<K, 4, 1>(w, w_stride, a, 0, n, out);
 }
 
 // ---- activation quantization: same arithmetic as the scalar reference
@@ -200,12 +225,12 @@ void quantize_q8_1(const float* x, void* out, size_t n) {
   }
 }
 
-const DotKernel kF32{ActFormat::F32, quantize_row_f32, dot_f32, dot4_by_rows<dot_f32>};
-const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot_f16>};
-const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>};
-const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot1<q8_0_n<1>>, q8_0_n<4>};
-const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot1<q4_0_n<1>>, q4_0_n<4>};
-const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot1<q4_1_n<1>>, q4_1_n<4>};
+const DotKernel kF32{ActFormat::F32, quantize_row_f32, dot_f32, dot4_by_rows<dot_f32>, rows4_by_rows<dot_f32>};
+const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot_f16>, rows4_by_rows<dot_f16>};
+const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>, rows4_by_rows<dot_bf16>};
+const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q8_0Kind>, dot_1x4<Q8_0Kind>, dot_4x1<Q8_0Kind>};
+const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q4_0Kind>, dot_1x4<Q4_0Kind>, dot_4x1<Q4_0Kind>};
+const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Q4_1Kind>, dot_1x4<Q4_1Kind>, dot_4x1<Q4_1Kind>};
 
 }  // namespace
 

@@ -76,12 +76,12 @@ float dot_q4_1(const void* w, const void* a, size_t n) {
   return s;
 }
 
-const DotKernel kF32{ActFormat::F32, act_f32, dot_f32, dot4_by_rows<dot_f32>};
-const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot_f16>};
-const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>};
-const DotKernel kQ8_0{ActFormat::Q8_0, quantize_row_q8_0, dot_q8_0, dot4_by_rows<dot_q8_0>};
-const DotKernel kQ4_0{ActFormat::Q8_0, quantize_row_q8_0, dot_q4_0, dot4_by_rows<dot_q4_0>};
-const DotKernel kQ4_1{ActFormat::Q8_1, quantize_row_q8_1, dot_q4_1, dot4_by_rows<dot_q4_1>};
+const DotKernel kF32{ActFormat::F32, act_f32, dot_f32, dot4_by_rows<dot_f32>, rows4_by_rows<dot_f32>};
+const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot_f16>, rows4_by_rows<dot_f16>};
+const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>, rows4_by_rows<dot_bf16>};
+const DotKernel kQ8_0{ActFormat::Q8_0, quantize_row_q8_0, dot_q8_0, dot4_by_rows<dot_q8_0>, rows4_by_rows<dot_q8_0>};
+const DotKernel kQ4_0{ActFormat::Q8_0, quantize_row_q8_0, dot_q4_0, dot4_by_rows<dot_q4_0>, rows4_by_rows<dot_q4_0>};
+const DotKernel kQ4_1{ActFormat::Q8_1, quantize_row_q8_1, dot_q4_1, dot4_by_rows<dot_q4_1>, rows4_by_rows<dot_q4_1>};
 
 }  // namespace
 

@@ -27,10 +27,20 @@ void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, Th
   pool.run(row_tiles * token_tiles, [&](size_t task, int) {
     const size_t r0 = (task % row_tiles) * kRowTile, r1 = std::min(w.rows, r0 + kRowTile);
     const size_t t0 = (task / row_tiles) * kTokenTile, t1 = std::min(n_tokens, t0 + kTokenTile);
-    for (size_t r = r0; r < r1; ++r) {
+    float out[4];
+    if (t1 - t0 == 1) {  // one token (decode): 4 weight rows at a time
+      size_t r = r0;
+      for (; r + 4 <= r1; r += 4) {
+        k.rows4(w.data + r * w.row_bytes, w.row_bytes, act + t0 * act_bytes, w.cols, out);
+        for (size_t i = 0; i < 4; ++i) y[t0 * w.rows + r + i] = out[i];
+      }
+      for (; r < r1; ++r) y[t0 * w.rows + r] = k.dot(w.data + r * w.row_bytes, act + t0 * act_bytes, w.cols);
+      return;
+    }
+    for (size_t r = r0; r < r1; ++r) {  // several tokens (prefill): 4 tokens per weight row pass
       const uint8_t* wrow = w.data + r * w.row_bytes;
       size_t t = t0;
-      for (float out[4]; t + 4 <= t1; t += 4) {
+      for (; t + 4 <= t1; t += 4) {
         k.dot4(wrow, act + t * act_bytes, act_bytes, w.cols, out);
         for (size_t i = 0; i < 4; ++i) y[(t + i) * w.rows + r] = out[i];
       }
