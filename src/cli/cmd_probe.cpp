@@ -38,6 +38,8 @@ void probe(const ProbeCliOptions& o) {
   };
   const perf::ProbeResult r = perf::run_probe(opt);
   perf::write_hw_profile(r.profile, o.out);
+  if (format == perf::Format::Json)  // the table lists them; JSON has no room
+    for (const std::string& note : r.notes) std::fprintf(stderr, "probe: note: %s\n", note.c_str());
   std::fprintf(stderr, "probe: done in %.1f s; wrote %s\n", r.seconds, o.out.c_str());
   std::cout << (format == perf::Format::Json ? perf::hw_profile_to_json(r.profile)
                                              : perf::render_hw_profile_md(r.profile, &r, o.out));

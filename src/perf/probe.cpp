@@ -94,20 +94,17 @@ uint64_t sysconf_bytes(int name) {
   return v > 0 ? uint64_t(v) : 0;
 }
 
-// A buffer of whole pages from mmap, asked for transparent huge pages (fewer
-// TLB misses while streaming; a hint, ignored where THP is off).
+// A buffer of whole pages from mmap. No huge-page hint: the pages are what the
+// system gives any anonymous memory (the engine's KV cache and activations),
+// and the mmapped weights are 4 KiB page-cache pages anyway. (MADV_HUGEPAGE
+// also made the first touch several times slower on a loaded VM: direct
+// compaction.)
 struct Buffer {
   void* p = nullptr;
   size_t bytes = 0;
   explicit Buffer(size_t n) : bytes(n) {
     p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      p = nullptr;
-      return;
-    }
-#ifdef MADV_HUGEPAGE
-    ::madvise(p, n, MADV_HUGEPAGE);
-#endif
+    if (p == MAP_FAILED) p = nullptr;
   }
   ~Buffer() {
     if (p) ::munmap(p, bytes);
@@ -116,26 +113,51 @@ struct Buffer {
   Buffer& operator=(const Buffer&) = delete;
 };
 
-// Runs body(t) for t in [0, n) on n threads (the caller is thread 0), all
-// released together by a barrier; returns the seconds from that release to
-// the moment the last thread is done (a second barrier).
+// Runs up to `windows` timed windows on n threads (the caller is thread 0):
+// in window w every thread calls body(t, w). A barrier releases all threads
+// into each window together and a second one waits for the last. Every thread
+// reads the clock itself as it starts and ends, and a window lasts from the
+// first start to the last end: a thread that wakes late from the barrier must
+// not shorten the window (thread 0 alone would measure too little when the
+// others ran before it woke). Stops early, after at least `min_windows`, once
+// `max_s` seconds have passed. Returns the seconds of each window run. The
+// threads live through all the windows, so thread start-up is never timed.
 template <class Body>
-double run_together(int n, const Body& body) {
+std::vector<double> run_windows(int n, int windows, const Body& body, int min_windows = 0,
+                                double max_s = 1e300) {
   std::barrier sync(n);
-  double elapsed = 0;
+  std::vector<double> secs;
+  secs.reserve(size_t(windows));
+  std::vector<Clock::time_point> starts(static_cast<size_t>(n)), ends(static_cast<size_t>(n));
+  bool stop = false;  // written by thread 0 before a barrier, read by all after it
+  const Clock::time_point begin = Clock::now();
   auto worker = [&](int t) {
-    sync.arrive_and_wait();
-    const Clock::time_point t0 = Clock::now();
-    body(t);
-    sync.arrive_and_wait();
-    if (t == 0) elapsed = seconds_since(t0);
+    for (int w = 0; w < windows; ++w) {
+      sync.arrive_and_wait();
+      if (stop) break;
+      starts[size_t(t)] = Clock::now();
+      body(t, w);
+      ends[size_t(t)] = Clock::now();
+      sync.arrive_and_wait();  // every start and end of this window is visible after it
+      if (t == 0) {
+        secs.push_back(std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) -
+                                                     *std::min_element(starts.begin(), starts.end()))
+                           .count());
+        stop = w + 1 >= min_windows && seconds_since(begin) > max_s;
+      }
+    }
   };
   std::vector<std::thread> threads;
   threads.reserve(size_t(n - 1));
   for (int t = 1; t < n; ++t) threads.emplace_back(worker, t);
   worker(0);
   for (std::thread& th : threads) th.join();
-  return elapsed;
+  return secs;
+}
+
+template <class Body>
+double run_together(int n, const Body& body) {
+  return run_windows(n, 1, [&](int t, int) { body(t); })[0];
 }
 
 // [begin, end) of thread t's slice when `bytes` is split among n threads, on
@@ -166,9 +188,16 @@ struct Progress {
 
 // ---- memory read bandwidth -------------------------------------------------
 
+// Each pass reads the whole buffer as a series of windows of `window_bytes`
+// (all threads together: each reads its share of the window from its own
+// slice), each timed on its own. A window is a few times the L3 and was last
+// read a whole pass (>= 8 x L3) earlier, so it comes from DRAM. The figure is
+// the best window: on a shared machine some windows run with nobody else on
+// the cores or the memory bus, even when no whole pass does.
 std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, const Buffer& buf,
-                                              const std::vector<int>& counts, int passes, double budget_s,
-                                              const Progress& progress, std::vector<std::string>& notes) {
+                                              uint64_t window_bytes, const std::vector<int>& counts, int passes,
+                                              double budget_s, const Progress& progress,
+                                              std::vector<std::string>& notes) {
   const Clock::time_point start = Clock::now();
   std::vector<BandwidthPoint> points;
   const char* base = static_cast<const char*>(buf.p);
@@ -181,26 +210,50 @@ std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, c
       ci = counts.size() - 2;
       continue;
     }
-    const Clock::time_point t_count = Clock::now();
-    double best = 0;
-    size_t total = 0;
+    // Thread t reads [b, e) of its slice in chunks of `chunk` bytes; chunk j
+    // of every thread makes window j.
+    const size_t chunk = std::max<size_t>(4096, size_t(window_bytes / uint64_t(n)) & ~size_t(4095));
+    size_t per_pass = 1;
     for (int t = 0; t < n; ++t) {
       const auto [b, e] = slice(buf.bytes, n, t);
-      total += e - b;
+      per_pass = std::max(per_pass, (e - b + chunk - 1) / chunk);
     }
-    for (int pass = 0; pass < passes; ++pass) {
-      std::vector<uint64_t> sums(size_t(n), 0);
-      const double s = run_together(n, [&](int t) {
-        const auto [b, e] = slice(buf.bytes, n, t);
-        sums[size_t(t)] = k.read_sum(base + b, e - b);
-      });
-      for (uint64_t v : sums) sink(double(v));
-      if (s > 0) best = std::max(best, double(total) / s);
-      // A slow pass budget: at least 2 passes, then stop after ~2 s per count.
-      if (pass >= 1 && seconds_since(t_count) > budget_s / 6) break;
+    auto chunk_of = [&](int t, size_t j) {
+      const auto [b, e] = slice(buf.bytes, n, t);
+      const size_t lo = std::min(e, b + j * chunk);
+      return std::pair<size_t, size_t>{lo, std::min(e, lo + chunk)};
+    };
+    std::vector<double> window_bytes_read(per_pass, 0);
+    double pass_bytes = 0;
+    for (size_t j = 0; j < per_pass; ++j)
+      for (int t = 0; t < n; ++t) {
+        const auto [lo, hi] = chunk_of(t, j);
+        window_bytes_read[j] += double(hi - lo);
+        pass_bytes += double(hi - lo);
+      }
+    std::vector<uint64_t> sums(size_t(n), 0);
+    // At least 2 passes; no new window after ~2 s (10 s budget / 5) per count.
+    const std::vector<double> secs = run_windows(
+        n, int(per_pass) * passes,
+        [&](int t, int w) {
+          const auto [lo, hi] = chunk_of(t, size_t(w) % per_pass);
+          sums[size_t(t)] += k.read_sum(base + lo, hi - lo);
+        },
+        int(per_pass) * std::min(passes, 2), budget_s / 5);
+    for (uint64_t v : sums) sink(double(v));
+    double best = 0, best_pass = 0, pass_s = 0;
+    for (size_t w = 0; w < secs.size(); ++w) {
+      const size_t j = w % per_pass;
+      if (secs[w] > 0) best = std::max(best, window_bytes_read[j] / secs[w]);
+      pass_s += secs[w];
+      if (j + 1 == per_pass) {  // a whole pass ends here
+        if (pass_s > 0) best_pass = std::max(best_pass, pass_bytes / pass_s);
+        pass_s = 0;
+      }
     }
     points.push_back({n, best});
-    progress("probe: read bandwidth, " + thread_word(n) + ": " + fmt_bandwidth(best));
+    progress("probe: read bandwidth, " + thread_word(n) + ": " + fmt_bandwidth(best) + " (best window; best whole pass " +
+             fmt_bandwidth(best_pass) + ")");
   }
   return points;
 }
@@ -226,22 +279,18 @@ Peak measure_compute(double (*fn)(uint64_t), double ops_per_iter, int n, double 
   const uint64_t run_iters = std::max<uint64_t>(1, uint64_t(double(iters) * run_s / std::max(t, 1e-9)));
   const double ops = ops_per_iter * double(run_iters);
   Peak p;
-  for (int r = 0; r < runs; ++r) {
-    const Clock::time_point t0 = Clock::now();
-    sink(fn(run_iters));
-    const double s = seconds_since(t0);
+  // At most ~2 s per figure (a machine so busy that 100 runs of 5 ms take longer).
+  const int min_runs = std::min(runs, 5);
+  for (double s : run_windows(1, runs, [&](int, int) { sink(fn(run_iters)); }, min_runs, 2.0))
     if (s > 0) p.one = std::max(p.one, ops / s);
-  }
   if (n == 1) {
     p.all = p.one;
     return p;
   }
   std::vector<double> results(size_t(n), 0);
-  for (int r = 0; r < runs; ++r) {
-    const double s = run_together(n, [&](int th) { results[size_t(th)] = fn(run_iters); });
-    for (double v : results) sink(v);
+  for (double s : run_windows(n, runs, [&](int th, int) { results[size_t(th)] += fn(run_iters); }, min_runs, 2.0))
     if (s > 0) p.all = std::max(p.all, ops * n / s);
-  }
+  for (double v : results) sink(v);
   return p;
 }
 
@@ -345,6 +394,16 @@ MemInfo read_meminfo(const std::string& path) {
 
 namespace {
 
+// 1-minute load average, -1 when unknown.
+double read_loadavg() {
+  double l = -1;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+    std::fclose(f);
+  }
+  return l;
+}
+
 std::string cpu_model() {
   std::string m = kernels::cpu().model;
   if (m.empty()) {
@@ -423,6 +482,9 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   p.mem_bytes = mem.total_bytes;
   if (!p.mem_bytes) throw Error("cannot tell how much memory this machine has (" + opt.meminfo_path + ")");
 
+  if (const double load = read_loadavg(); load >= std::max(0.5, 0.1 * p.threads))
+    r.notes.push_back("load average " + fmt_num(load, 2) + " when the probe started: other processes compete for "
+                      "the cores and memory, the figures may be low");
   const int n = opt.max_threads > 0 ? std::min(opt.max_threads, p.threads) : p.threads;
   progress("probe: " + p.cpu_model + ", " + std::to_string(p.cores) + " cores / " + thread_word(p.threads) + ", " +
            p.simd + "; L1d " + binary_size(p.l1d_bytes) + ", L2 " + binary_size(p.l2_bytes) + ", L3 " +
@@ -460,22 +522,38 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   progress("probe: touched a " + binary_size(buf->bytes) + " buffer" +
            (p.l3_bytes ? " (" + fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) + "x L3)" : std::string()) +
            " in " + fmt_seconds(touch_s));
-  const int passes = opt.bw_passes > 0 ? opt.bw_passes : (opt.quick ? 3 : 5);
-  p.mem_read_bw = measure_bandwidth(k, *buf, bandwidth_thread_counts(n, std::min(p.cores, n)), passes,
-                                    opt.quick ? 4.0 : 12.0, progress, r.notes);
+  const int passes = opt.bw_passes > 0 ? opt.bw_passes : (opt.quick ? 3 : 8);
+  // Windows of 2 x L3 (at least 64 MiB), at most a quarter of the buffer.
+  const uint64_t window = std::max<uint64_t>(4096, std::min(std::max(64 * MiB, 2 * p.l3_bytes), buf->bytes / 4));
+  r.bw_window_bytes = window;
+  p.mem_read_bw = measure_bandwidth(k, *buf, window, bandwidth_thread_counts(n, std::min(p.cores, n)), passes,
+                                    opt.quick ? 4.0 : 10.0, progress, r.notes);
   buf.reset();
 
   // ---- compute
-  const double run_s = opt.compute_run_s > 0 ? opt.compute_run_s : (opt.quick ? 0.05 : 0.25);
-  const int runs = opt.compute_runs > 0 ? opt.compute_runs : (opt.quick ? 3 : 5);
+  // Many short runs rather than a few long ones: on a shared machine the best
+  // of them is likelier to be a window nobody else used.
+  const double run_s = opt.compute_run_s > 0 ? opt.compute_run_s : 0.005;
+  const int runs = opt.compute_runs > 0 ? opt.compute_runs : (opt.quick ? 30 : 100);
   r.fp32_method = k.fp32_method;
   r.int8_method = k.int8_method;
-  const Peak fp = measure_compute(k.fp32, k.fp32_flops_per_iter, n, run_s, runs);
+  // All threads together can always do at least what one does (leave the
+  // others idle), so a lower all-threads figure means other processes had the
+  // cores: keep the better one and say so.
+  auto busy_note = [&](const char* what, Peak& pk) {
+    if (n > 1 && pk.all < 1.2 * pk.one)
+      r.notes.push_back(std::string(what) + ": " + thread_word(n) + " barely beat (or lost to) 1 thread: other "
+                        "processes probably had the other cores");
+    pk.all = std::max(pk.all, pk.one);
+  };
+  Peak fp = measure_compute(k.fp32, k.fp32_flops_per_iter, n, run_s, runs);
+  busy_note("fp32", fp);
   r.fp32_flops_1t = fp.one;
   p.peak_fp32_flops = fp.all;
   progress("probe: fp32 FMA (" + r.fp32_method + "): 1 thread " + fmt_flops(fp.one) + ", " + thread_word(n) + " " +
            fmt_flops(fp.all));
-  const Peak i8 = measure_compute(k.int8, k.int8_ops_per_iter, n, run_s, runs);
+  Peak i8 = measure_compute(k.int8, k.int8_ops_per_iter, n, run_s, runs);
+  busy_note("int8", i8);
   r.int8_ops_1t = i8.one;
   p.peak_int8_ops = i8.all;
   auto ops = [](double v) {
@@ -573,7 +651,7 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
   o << "| memory | " << binary_size(p.mem_bytes) << " |\n\n";
 
   o << "### Memory read bandwidth";
-  if (m) o << " (" << binary_size(m->bw_buffer_bytes) << " buffer, best pass)";
+  if (m) o << " (" << binary_size(m->bw_buffer_bytes) << " buffer, best " << binary_size(m->bw_window_bytes) << " window)";
   o << "\n\n| threads | read bandwidth | per thread | vs 1 thread |\n|---:|---:|---:|---:|\n";
   const double bw1 = p.mem_read_bw.empty() ? 0 : p.mem_read_bw.front().bytes_per_s;
   for (const BandwidthPoint& b : p.mem_read_bw)

@@ -5,7 +5,8 @@
 //  - memory read bandwidth: a read-only streaming sum (wide loads, several
 //    accumulators) over a buffer far larger than the last-level cache,
 //    touched first, split into one contiguous slice per thread, for each
-//    thread count; best of several passes, bytes/s;
+//    thread count; several passes, each timed in windows of 2 x L3, the best
+//    window kept, bytes/s;
 //  - peak FP32: a register-resident FMA loop with independent accumulators
 //    (2 FLOP per lane per FMA), on 1 thread and on all threads together;
 //  - peak int8: the instruction the quantized kernels use on the active ISA
@@ -63,9 +64,9 @@ struct ProbeOptions {
   int max_threads = 0;            // 0: every hardware thread
   uint64_t bw_buffer_bytes = 0;   // 0: max(1 GiB, 8 x L3) (quick: max(256 MiB, 4 x L3)),
                                   //    capped at half the available memory
-  int bw_passes = 0;              // passes per thread count, the best kept; 0: 5 (quick: 3)
-  double compute_run_s = 0;       // length of one timed compute run; 0: 0.25 s (quick: 0.05 s)
-  int compute_runs = 0;           // timed compute runs, the best kept; 0: 5 (quick: 3)
+  int bw_passes = 0;              // passes per thread count, the best kept; 0: 8 (quick: 3)
+  double compute_run_s = 0;       // length of one timed compute run; 0: 5 ms
+  int compute_runs = 0;           // timed compute runs, the best kept; 0: 100 (quick: 30)
   std::string cpu_root = kSysfsCpuRoot;
   std::string meminfo_path = "/proc/meminfo";
   // Called with one line (no newline) as each step starts and ends; may be empty.
@@ -75,6 +76,7 @@ struct ProbeOptions {
 struct ProbeResult {
   HwProfile profile;
   uint64_t bw_buffer_bytes = 0;  // size of the streaming buffer actually used
+  uint64_t bw_window_bytes = 0;  // bytes per timed window (all threads together)
   double fp32_flops_1t = 0;      // one thread
   double int8_ops_1t = 0;
   std::string fp32_method;       // e.g. "vfmadd231ps ymm, 12 accumulators"
