@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: unit and integration tests in Release, then again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, then the GGUF fuzzer
-# for a bounded time.
+# The whole test suite: unit and integration tests in Release, the server's
+# end-to-end tests with the official openai client, then the unit and
+# integration tests again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then the GGUF fuzzer for a bounded time.
 #   scripts/test.sh              # everything
 #   scripts/test.sh --quick      # the Release suite only
 set -euo pipefail
@@ -13,6 +14,9 @@ JOBS="$(nproc)"
 
 echo "== Release suite"
 ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 1200
+
+echo "== Server end to end (official openai client against kvlab serve)"
+"$ROOT/tests/e2e/run.sh"
 
 [[ "${1:-}" == "--quick" ]] && exit 0
 

@@ -51,6 +51,8 @@ void serve(const ServeOptions& o) {
   so.sched.kv_type = *tensor::parse_dtype(o.model.kv_type);
   so.sched.n_ctx = o.model.n_ctx;  // resolved after loading when 0
 
+  if (o.api_key.empty() && o.host != "127.0.0.1" && o.host != "localhost" && o.host != "::1")
+    std::fprintf(stderr, "kvlab serve: warning: listening on %s without --api-key\n", o.host.c_str());
   auto http = std::make_unique<server::HttpServer>(so);
   http->bind();
   std::thread sig([&http, set] {
@@ -89,7 +91,7 @@ void add_serve_command(CLI::App& root) {
   add_model_option(*app, o->model);
   app->add_option("--host", o->host, "address to listen on (loopback by default)")->capture_default_str();
   app->add_option("--port", o->port, "TCP port")->capture_default_str()->check(CLI::Range(1, 65535));
-  app->add_option("-np,--parallel", o->parallel, "sequence slots decoded together (continuous batching)")
+  app->add_option("-P,--parallel", o->parallel, "sequence slots decoded together (continuous batching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   app->add_option("-c,--ctx-size", o->model.n_ctx, "context size per slot in tokens (0: min(training context, 4096))")

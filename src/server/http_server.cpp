@@ -146,6 +146,7 @@ HttpServer::HttpServer(ServerOptions opt) : opt_(std::move(opt)), svr_(std::make
   svr_->set_read_timeout(30);
   svr_->set_write_timeout(30);
   svr_->set_tcp_nodelay(true);
+  svr_->set_keep_alive_timeout(2);  // idle keep-alive connections hold a worker thread
   routes();
 }
 
@@ -161,7 +162,11 @@ int HttpServer::bind() {
 }
 
 void HttpServer::listen() { svr_->listen_after_bind(); }
-void HttpServer::stop() { svr_->stop(); }
+void HttpServer::stop() {
+  // Ends running streams first, so the HTTP workers can finish and join.
+  if (ready_) sched_->shutdown();
+  svr_->stop();
+}
 
 void HttpServer::set_model(const model::Model& model, const tokenizer::Tokenizer& tok, int n_ctx) {
   opt_.sched.n_ctx = n_ctx;
@@ -174,13 +179,13 @@ void HttpServer::set_model(const model::Model& model, const tokenizer::Tokenizer
 void HttpServer::routes() {
   httplib::Server& s = *svr_;
 
-  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
     const std::string code = res.status == 413 ? "payload_too_large" : res.status == 404 ? "not_found" : "";
     send_error(res, res.status, status_message(res.status), type, code);
     return httplib::Server::HandlerResponse::Handled;
-  });
+  }));
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
     try {
@@ -218,6 +223,19 @@ void HttpServer::routes() {
     json m = {{"id", opt_.model_id}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "kvlab"}};
     if (ready_) m["meta"] = {{"n_ctx", opt_.sched.n_ctx}, {"n_params", model_->n_params()}, {"slots", opt_.sched.n_seq}};
     res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+  });
+
+  s.Get(R"(/v1/models/(.+))", [this, authorized](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    const std::string name = req.matches[1];
+    if (!model_matches(name, opt_.model_id)) {
+      send_error(res, 404, "The model '" + name + "' does not exist", "invalid_request_error", "model_not_found",
+                 "model");
+      return;
+    }
+    res.set_content(
+        dump(json{{"id", opt_.model_id}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "kvlab"}}),
+        "application/json");
   });
 
   auto generate = [this, authorized](Endpoint ep) {

@@ -139,6 +139,19 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
            "model", "model_not_found", 404);
   }
   if (auto n = integer(j, "n"); n && *n != 1) fail("only n=1 is supported", "n", "invalid_value");
+  // Features this server does not implement are refused, not silently ignored.
+  if (auto b = integer(j, "best_of"); b && *b != 1) fail("'best_of' is not supported", "best_of", "unsupported_parameter");
+  if (const json* e = field(j, "echo"); e && !(e->is_boolean() && !e->get<bool>()))
+    fail("'echo' is not supported", "echo", "unsupported_parameter");
+  if (const json* lp = field(j, "logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>()))
+    fail("'logprobs' is not supported", "logprobs", "unsupported_parameter");
+  if (const json* sfx = field(j, "suffix"); sfx && !(sfx->is_string() && sfx->get<std::string>().empty()))
+    fail("'suffix' is not supported", "suffix", "unsupported_parameter");
+  for (const char* name : {"tools", "functions"})
+    if (const json* t = field(j, name); t && !(t->is_array() && t->empty()))
+      fail(std::string("'") + name + "' (tool calling) is not supported", name, "unsupported_parameter");
+  if (const json* rf = field(j, "response_format"); rf && !(rf->is_object() && rf->value("type", "text") == "text"))
+    fail("only response_format {\"type\": \"text\"} is supported", "response_format", "unsupported_parameter");
   r.stream = boolean(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) fail("'stream_options' must be an object", "stream_options", "invalid_type");
@@ -156,7 +169,7 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
     sp.top_k = int(*k);
   }
   if (auto v = number(j, "min_p")) {
-    if (!(*v >= 0 && *v <= 1)) fail("'min_p' must be in [0, 1]", "min_p", "invalid_value");
+    if (!(*v >= 0 && *v < 1)) fail("'min_p' must be in [0, 1)", "min_p", "invalid_value");
     sp.min_p = float(*v);
   }
   if (auto v = number(j, "repeat_penalty")) {
@@ -168,6 +181,11 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   } else {
     static std::atomic<uint64_t> counter{std::random_device{}()};
     sp.seed = counter.fetch_add(0x9E3779B97F4A7C15ull);
+  }
+  try {
+    sample::validate(sp);
+  } catch (const std::exception& e) {
+    fail(e.what(), {}, "invalid_value");
   }
   r.gen.ignore_eos = boolean(j, "ignore_eos").value_or(false);
 

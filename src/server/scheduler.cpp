@@ -88,23 +88,31 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
   thread_ = std::thread([this] { loop(); });
 }
 
-Scheduler::~Scheduler() {
+Scheduler::~Scheduler() { shutdown(); }
+
+void Scheduler::shutdown() {
   {
     std::lock_guard l(mu_);
+    if (stop_ && !thread_.joinable()) return;
     stop_ = true;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard l(mu_);
   for (auto& s : active_)
     if (s) s->h->finish("error", "server shutting down");
   for (auto& w : waiting_) w.h->finish("error", "server shutting down");
+  waiting_.clear();
 }
 
 std::shared_ptr<Handle> Scheduler::submit(GenRequest req) {
   auto h = std::make_shared<Handle>();
   {
     std::lock_guard l(mu_);
-    if (int(waiting_.size()) >= opt_.max_queue) return nullptr;
+    if (stop_) return nullptr;
+    // Free slots absorb a burst before the scheduler thread gets to admit it.
+    const int free_slots = opt_.n_seq - running_.load();
+    if (int(waiting_.size()) >= opt_.max_queue + std::max(0, free_slots)) return nullptr;
     waiting_.push_back({std::move(req), h, Clock::now()});
   }
   cv_.notify_all();
@@ -130,8 +138,14 @@ void Scheduler::loop() {
       cv_.wait(l, [&] { return stop_ || running_.load() > 0 || !waiting_.empty(); });
       if (stop_) return;
     }
-    admit();
-    step();
+    try {
+      admit();
+      step();
+    } catch (const std::exception& e) {
+      // Never let one bad request take the server down: fail what is running.
+      for (auto& s : active_)
+        if (s) finish(*s, "error", e.what());
+    }
   }
 }
 
@@ -158,7 +172,13 @@ void Scheduler::admit() {
     s->arrival = w.arrival;
     s->admitted = Clock::now();
     s->tokens = s->req.prompt;
-    s->sampler = std::make_unique<sample::Sampler>(s->req.sampling);
+    try {
+      s->sampler = std::make_unique<sample::Sampler>(s->req.sampling);
+    } catch (const std::exception& e) {
+      metrics_.request_finished("error");
+      s->h->finish("error", e.what());
+      continue;  // the slot stays free
+    }
     s->decoder = std::make_unique<tokenizer::StreamDecoder>(tok_);
     metrics_.observe_queue(ms_between(s->arrival, s->admitted) / 1e3);
     cache_.clear(int(slot));
@@ -288,11 +308,15 @@ void Scheduler::finish(Seq& s, const std::string& reason, const std::string& err
     std::lock_guard l(s.h->mu_);
     s.h->timings_ = t;
   }
-  s.h->finish(reason, error);
+  // Free the slot before telling the client, so a finished request is never
+  // still counted as running.
+  std::shared_ptr<Handle> h = s.h;
   const int slot = s.slot;
+  used_positions_ -= cache_.used(slot);
   cache_.clear(slot);
   active_[size_t(slot)].reset();  // destroys s
   --running_;
+  h->finish(reason, error);
 }
 
 }  // namespace kvlab::server

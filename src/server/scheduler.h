@@ -92,8 +92,10 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a request; nullptr when the queue is full.
+  // Queues a request; nullptr when the queue is full (or after shutdown).
   std::shared_ptr<Handle> submit(GenRequest req);
+  // Stops the scheduler thread; unfinished requests end with an error.
+  void shutdown();
   Gauges gauges() const;
   const SchedulerOptions& options() const { return opt_; }
 
@@ -121,8 +123,8 @@ class Scheduler {
   void loop();
   void admit();
   void step();
-  // Handles a freshly sampled token; returns true when the sequence is done.
-  bool on_token(Seq& s, int32_t id);
+  // Handles a freshly sampled token (may finish and free the sequence).
+  void on_token(Seq& s, int32_t id);
   void emit(Seq& s, bool final);
   void finish(Seq& s, const std::string& reason, const std::string& error = {});
 

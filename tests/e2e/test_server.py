@@ -1,0 +1,338 @@
+"""End-to-end tests of `kvlab serve` (started by run.sh; URL in KVLAB_E2E_URL)."""
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+
+import openai
+import pytest
+import requests
+
+URL = os.environ.get("KVLAB_E2E_URL", "http://127.0.0.1:8080")
+MODEL_ID = "SmolLM2-135M-Instruct.Q4_1"
+
+
+@pytest.fixture(scope="session")
+def client():
+    return openai.OpenAI(base_url=URL + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def metrics():
+    text = requests.get(URL + "/metrics", timeout=10).text
+    values = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        values[name] = float(value)
+    return text, values
+
+
+def check_error(r, status, code=None, param=None):
+    assert r.status_code == status, r.text
+    body = r.json()
+    err = body["error"]
+    assert set(err) >= {"message", "type", "param", "code"}
+    assert isinstance(err["message"], str) and err["message"]
+    if code is not None:
+        assert err["code"] == code
+    if param is not None:
+        assert err["param"] == param
+    return err
+
+
+def sse_events(resp):
+    for line in resp.iter_lines():
+        if line.startswith(b"data: "):
+            yield line[6:].decode()
+
+
+# ---- basics ----------------------------------------------------------------
+
+def test_health_and_models(client):
+    r = requests.get(URL + "/health", timeout=5)
+    assert r.status_code == 200 and r.json()["status"] == "ok"
+    models = client.models.list()
+    assert [m.id for m in models.data] == [MODEL_ID]
+    assert client.models.retrieve(MODEL_ID).id == MODEL_ID
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-17")
+
+
+def test_completion(client):
+    c = client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=8, temperature=0)
+    assert c.object == "text_completion"
+    assert len(c.choices) == 1 and "Paris" in c.choices[0].text
+    assert c.choices[0].finish_reason in ("length", "stop")
+    u = c.usage
+    assert u.prompt_tokens > 0 and 0 < u.completion_tokens <= 8
+    assert u.total_tokens == u.prompt_tokens + u.completion_tokens
+    assert u.prompt_tokens_details.cached_tokens == 0
+    t = c.model_extra["timings"]
+    assert t["prompt_n"] == u.prompt_tokens and t["prompt_ms"] > 0 and "predicted_per_second" in t
+
+
+def test_completion_length_and_stop(client):
+    c = client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=4, temperature=0,
+                                  extra_body={"ignore_eos": True})
+    assert c.choices[0].finish_reason == "length" and c.usage.completion_tokens == 4
+    c = client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=16, temperature=0,
+                                  stop=["."])
+    assert c.choices[0].finish_reason == "stop"
+    assert "." not in c.choices[0].text and "Paris" in c.choices[0].text
+
+
+def test_chat(client):
+    c = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "What is 2+2?"}],
+                                       max_tokens=12, temperature=0, seed=1)
+    assert c.object == "chat.completion"
+    msg = c.choices[0].message
+    assert msg.role == "assistant" and msg.content
+    assert c.usage.prompt_tokens > 10  # ChatML header + default system prompt
+
+
+def test_chat_stream_include_usage(client):
+    messages = [{"role": "user", "content": "Name a colour."}]
+    ref = client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=10, temperature=0)
+    stream = client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=10, temperature=0,
+                                            stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == [ref.choices[0].finish_reason]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == ref.choices[0].message.content
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == ref.usage.completion_tokens
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+def test_completion_stream_raw():
+    r = requests.post(URL + "/v1/completions", stream=True, timeout=60,
+                      json={"prompt": "Once upon a time", "max_tokens": 6, "stream": True, "temperature": 0})
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/event-stream")
+    events = list(sse_events(r))
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(c["object"] == "text_completion" for c in chunks)
+    assert chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_two_concurrent_streams(client):
+    spans = {}
+
+    def run(i):
+        start = time.time()
+        stream = client.completions.create(model=MODEL_ID, prompt=f"Story number {i}:", max_tokens=24,
+                                           temperature=0.7, seed=i, stream=True, extra_body={"ignore_eos": True})
+        times, text = [], ""
+        for c in stream:
+            if c.choices and c.choices[0].text:
+                times.append(time.time())
+                text += c.choices[0].text
+        spans[i] = (start, times, text)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert set(spans) == {0, 1}
+    (_, t0, text0), (_, t1, text1) = spans[0], spans[1]
+    assert text0 and text1
+    # continuous batching: the two streams produce tokens during the same interval
+    assert t0[0] < t1[-1] and t1[0] < t0[-1]
+
+
+def test_burst_more_requests_than_slots():
+    # 10 requests on 4 slots: the rest queue, some clients give up early; all others complete.
+    results = {}
+
+    def run(i):
+        body = {"prompt": f"Item {i}:", "max_tokens": 6, "temperature": 0.5, "seed": i, "ignore_eos": True}
+        if i % 3 == 0:
+            body["stream"] = True
+            r = requests.post(URL + "/v1/completions", json=body, stream=True, timeout=120)
+            next(sse_events(r))
+            r.close()  # disconnect (maybe still queued)
+            results[i] = "closed"
+        else:
+            r = requests.post(URL + "/v1/completions", json=body, timeout=120)
+            results[i] = r.json()["usage"]["completion_tokens"] if r.status_code == 200 else r.status_code
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(results[i] == (6 if i % 3 else "closed") for i in range(10)), results
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        _, m = metrics()
+        if m["kvlab_requests_running"] == 0 and m["kvlab_requests_waiting"] == 0:
+            break
+        time.sleep(0.1)
+    assert m["kvlab_requests_running"] == 0 and m["kvlab_requests_waiting"] == 0
+
+
+def test_metrics():
+    text, m = metrics()
+    for h in ("kvlab_time_to_first_token_seconds", "kvlab_inter_token_latency_seconds",
+              "kvlab_e2e_request_latency_seconds", "kvlab_request_queue_time_seconds"):
+        assert f"# TYPE {h} histogram" in text
+        assert m[h + '_bucket{le="+Inf"}'] == m[h + "_count"] > 0
+    assert m["kvlab_prompt_tokens_total"] > 0 and m["kvlab_generation_tokens_total"] > 0
+    assert m["kvlab_requests_running"] == 0 and m["kvlab_requests_waiting"] == 0
+    assert 0 <= m["kvlab_kv_cache_usage_ratio"] <= 1
+
+
+def test_disconnect_mid_stream_frees_slot():
+    _, before = metrics()
+    r = requests.post(URL + "/v1/completions", stream=True, timeout=60,
+                      json={"prompt": "Write a very long essay.", "max_tokens": 900, "stream": True,
+                            "temperature": 0.8, "ignore_eos": True})
+    assert r.status_code == 200
+    events = sse_events(r)
+    for _ in range(3):
+        next(events)
+    _, during = metrics()
+    assert during["kvlab_requests_running"] == 1
+    r.close()
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        _, m = metrics()
+        if m["kvlab_requests_running"] == 0:
+            break
+        time.sleep(0.1)
+    assert m["kvlab_requests_running"] == 0
+    key = 'kvlab_requests_total{finish_reason="cancelled"}'
+    assert m[key] == before[key] + 1
+    assert m["kvlab_kv_cache_usage_ratio"] == 0
+
+
+# ---- errors ------------------------------------------------------------------
+
+def test_malformed_json():
+    r = requests.post(URL + "/v1/completions", data=b"{not json", headers={"Content-Type": "application/json"})
+    check_error(r, 400)
+
+
+def test_wrong_types():
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "max_tokens": "ten"}), 400, param="max_tokens")
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": 5}), 400, param="prompt")
+    check_error(requests.post(URL + "/v1/chat/completions", json={"messages": "hi"}), 400, param="messages")
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "temperature": 9}), 400, param="temperature")
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "n": 2}), 400, param="n")
+    check_error(requests.post(URL + "/v1/completions", json={"max_tokens": 4}), 400, param="prompt")
+    check_error(requests.post(URL + "/v1/completions", json=["prompt"]), 400)
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "echo": True}), 400, param="echo")
+    check_error(requests.post(URL + "/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": "x"}], "logprobs": True}), 400, param="logprobs")
+
+
+def test_context_length_exceeded(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL_ID, prompt="hello " * 3000, max_tokens=4)
+    assert e.value.status_code == 400 and e.value.code == "context_length_exceeded"
+
+
+def test_absurd_max_tokens(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL_ID, prompt="hi", max_tokens=10**9)
+    assert e.value.param == "max_tokens"
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model=MODEL_ID, prompt="hi", max_tokens=0)
+
+
+def test_unknown_model(client):
+    with pytest.raises(openai.NotFoundError) as e:
+        client.chat.completions.create(model="gpt-17", messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+    assert e.value.status_code == 404 and e.value.code == "model_not_found"
+
+
+def test_oversized_body():
+    r = requests.post(URL + "/v1/completions", data=b'{"prompt": "' + b"a" * (2 << 20) + b'"}',
+                      headers={"Content-Type": "application/json"}, timeout=30)
+    check_error(r, 413)
+
+
+def test_unknown_route():
+    check_error(requests.get(URL + "/v1/nope"), 404)
+
+
+# ---- perf API ------------------------------------------------------------------
+
+def test_api_simulate_and_diagnose():
+    r = requests.post(URL + "/api/simulate", json={"model": "llama-3.1-8b", "hw": "h100", "prompt": 128, "gen": 16})
+    assert r.status_code == 200, r.text
+    assert isinstance(r.json(), dict)
+    r = requests.post(URL + "/api/diagnose", json={"ttft_ms": 50, "decode_tok_s": 2})
+    assert r.status_code == 200, r.text
+    assert isinstance(r.json(), dict)
+    check_error(requests.post(URL + "/api/simulate", json={"model": "no-such-model"}), 400)
+    check_error(requests.post(URL + "/api/simulate", json={"model": "/etc/passwd"}), 400)
+    check_error(requests.post(URL + "/api/diagnose", json={"ttft_ms": "fast"}), 400)
+    check_error(requests.post(URL + "/api/diagnose", data=b"[", headers={"Content-Type": "application/json"}), 400)
+
+
+# ---- a second server: API key, one slot, tiny queue ------------------------------
+
+@pytest.fixture(scope="module")
+def keyed_server():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    proc = subprocess.Popen([os.environ.get("KVLAB_BIN", "build/kvlab"), "serve", "-m",
+                             os.environ.get("KVLAB_E2E_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+                             "--port", str(port), "--parallel", "1", "--max-queue", "1", "-c", "512",
+                             "--api-key", "sekrit"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if requests.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_api_key(keyed_server):
+    body = {"prompt": "hi", "max_tokens": 2}
+    check_error(requests.post(keyed_server + "/v1/completions", json=body), 401, code="invalid_api_key")
+    check_error(requests.post(keyed_server + "/v1/completions", json=body,
+                              headers={"Authorization": "Bearer wrong"}), 401)
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=keyed_server + "/v1", api_key="wrong", max_retries=0).models.list()
+    ok = openai.OpenAI(base_url=keyed_server + "/v1", api_key="sekrit", max_retries=0)
+    assert ok.completions.create(model=MODEL_ID, prompt="hi", max_tokens=2).usage.completion_tokens >= 0
+    assert requests.get(keyed_server + "/health").status_code == 200
+
+
+def test_queue_full_503(keyed_server):
+    headers = {"Authorization": "Bearer sekrit"}
+    body = {"prompt": "Count:", "max_tokens": 400, "stream": True, "ignore_eos": True}
+    running = requests.post(keyed_server + "/v1/completions", json=body, headers=headers, stream=True, timeout=60)
+    next(sse_events(running))  # holds the only slot
+    queued = requests.post(keyed_server + "/v1/completions", json=body, headers=headers, stream=True, timeout=60)
+    deadline = time.time() + 10
+    while time.time() < deadline:  # wait until the second one is queued
+        m = requests.get(keyed_server + "/metrics").text
+        if "kvlab_requests_waiting 1" in m:
+            break
+        time.sleep(0.05)
+    r = requests.post(keyed_server + "/v1/completions", json={"prompt": "x", "max_tokens": 2}, headers=headers)
+    check_error(r, 503, code="server_busy")
+    assert r.headers.get("Retry-After") == "1"
+    running.close()
+    queued.close()

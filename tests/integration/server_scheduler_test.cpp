@@ -1,0 +1,155 @@
+// kvlab serve's scheduler and OpenAI request parsing on the default model.
+// Continuous batching must not change results: each sequence's logits depend
+// only on its own tokens (every matmul row and attention read is per token,
+// see kv_cache_equivalence_test.cpp), so greedy streams decoded together, with
+// chunked prefill and a queued request, equal single-sequence sessions exactly.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "common/models.h"
+#include "engine/session.h"
+#include "sample/sampler.h"
+#include "server/openai_api.h"
+#include "server/scheduler.h"
+
+namespace kvlab {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string session_greedy(const model::Model& m, const tokenizer::Tokenizer& tok, const std::vector<int32_t>& prompt,
+                           int n) {
+  engine::SessionOptions o;
+  o.n_ctx = 256;
+  o.n_threads = 2;
+  engine::Session s(m, o);
+  std::span<const float> logits = s.prefill(prompt);
+  tokenizer::StreamDecoder dec(tok);
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    const int32_t id = sample::argmax(logits);
+    out += dec.push(id);
+    if (i + 1 < n) logits = s.decode(id);
+  }
+  return out + dec.flush();
+}
+
+TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  server::Metrics metrics;
+  server::SchedulerOptions so;
+  so.n_seq = 3;  // four requests: one waits for a slot
+  so.n_ctx = 256;
+  so.n_threads = 2;
+  so.prefill_chunk = 7;  // prompts are prefilled in several chunks, next to running decodes
+  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+
+  const std::vector<std::string> prompts = {"The capital of France is", "Once upon a time, in a land far away,",
+                                            "def fibonacci(n):", "1, 2, 3, 4,"};
+  const int n_gen = 12;
+  std::vector<std::shared_ptr<server::Handle>> handles;
+  std::vector<std::vector<int32_t>> ids;
+  for (const auto& p : prompts) {
+    server::GenRequest r;
+    r.prompt = lm.tok->encode(p, true, true);
+    r.sampling.temperature = 0;
+    r.max_tokens = n_gen;
+    r.ignore_eos = true;
+    ids.push_back(r.prompt);
+    handles.push_back(sched.submit(r));
+    ASSERT_TRUE(handles.back());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const server::Handle::Update u = handles[i]->wait_all();
+    EXPECT_EQ(u.finish_reason, "length");
+    EXPECT_EQ(u.text, session_greedy(*lm.model, *lm.tok, ids[i], n_gen)) << prompts[i];
+    const server::Timings t = handles[i]->timings();
+    EXPECT_EQ(t.completion_tokens, n_gen);
+    EXPECT_EQ(t.prompt_tokens, int(ids[i].size()));
+  }
+  const server::Gauges g = sched.gauges();
+  EXPECT_EQ(g.running, 0);
+  EXPECT_EQ(g.waiting, 0);
+  EXPECT_EQ(g.kv_usage, 0);
+}
+
+TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  server::Metrics metrics;
+  server::SchedulerOptions so;
+  so.n_seq = 1;
+  so.n_ctx = 128;
+  so.n_threads = 2;
+  so.max_queue = 1;
+  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+
+  server::GenRequest r;
+  r.prompt = lm.tok->encode("The capital of France is", true, true);
+  r.sampling.temperature = 0;
+  r.max_tokens = 16;
+  const std::string full = session_greedy(*lm.model, *lm.tok, r.prompt, 16);
+  const size_t dot = full.find('.');
+  ASSERT_NE(dot, std::string::npos) << full;
+  r.stop = {"."};
+  server::Handle::Update u = sched.submit(r)->wait_all();
+  EXPECT_EQ(u.finish_reason, "stop");
+  EXPECT_EQ(u.text, full.substr(0, dot));
+
+  // One running + one queued fill the server; a third is refused.
+  r.stop.clear();
+  r.ignore_eos = true;
+  r.max_tokens = 100;
+  auto a = sched.submit(r);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->next(10s));  // running
+  auto b = sched.submit(r);
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(sched.submit(r));
+  a->cancel();
+  b->cancel();
+  EXPECT_EQ(a->wait_all().finish_reason, "cancelled");
+  EXPECT_EQ(b->wait_all().finish_reason, "cancelled");
+  EXPECT_EQ(sched.gauges().running, 0);
+  EXPECT_NE(metrics.render().find("kvlab_requests_total{finish_reason=\"cancelled\"} 2"), std::string::npos);
+}
+
+server::ApiError parse_error(server::Endpoint ep, const std::string& body) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  try {
+    server::parse_request(ep, body, *lm.tok, {"m", 64});
+  } catch (const server::ApiException& e) {
+    return e.err;
+  }
+  server::ApiError none;
+  none.status = 0;
+  return none;
+}
+
+TEST(ServerOpenAiApi, Errors) {
+  using server::Endpoint;
+  EXPECT_EQ(parse_error(Endpoint::Completions, "{oops").status, 400);
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","model":"other"})").code, "model_not_found");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","model":"other"})").status, 404);
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","max_tokens":65})").param, "max_tokens");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","max_tokens":"3"})").status, 400);
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","top_p":0})").param, "top_p");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":["a","b"]})").param, "prompt");
+  EXPECT_EQ(parse_error(Endpoint::Chat, R"({"messages":[{"role":"tool","content":"x"}]})").status, 400);
+  std::string long_prompt = R"({"prompt":")";
+  for (int i = 0; i < 100; ++i) long_prompt += "hello ";
+  EXPECT_EQ(parse_error(Endpoint::Completions, long_prompt + "\"}").code, "context_length_exceeded");
+  EXPECT_EQ(parse_error(Endpoint::Chat, R"({"model":"m","messages":[{"role":"user","content":"hi"}]})").status, 0);
+
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  const server::ParsedRequest r = server::parse_request(
+      Endpoint::Completions, R"({"prompt":"hi","max_tokens":5,"stop":"\n","seed":3,"temperature":0})", *lm.tok,
+      {"m", 64});
+  EXPECT_EQ(r.gen.max_tokens, 5);
+  EXPECT_EQ(r.gen.stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(r.gen.sampling.seed, 3u);
+  EXPECT_FALSE(r.stream);
+}
+
+}  // namespace
+}  // namespace kvlab
