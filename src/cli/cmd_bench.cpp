@@ -67,11 +67,7 @@ nlohmann::json row_json(const engine::BenchResult& r) {
     j["peak_gflop_s"] = a.peaks->flops / 1e9;
     j["peak_kind"] = a.peaks->flops_kind;
     j["peak_gb_s"] = a.peaks->bytes_per_s / 1e9;
-    j["pct_of_peak_compute"] = 100 * v->flops_utilization;
-    j["pct_of_peak_bandwidth"] = 100 * v->bw_utilization;
-    j["intensity_flop_per_byte"] = v->intensity;
-    j["ridge_flop_per_byte"] = v->ridge;
-    j["bound"] = perf::bound_name(v->bound);
+    add_verdict_fields(j, *v);
   }
   return j;
 }

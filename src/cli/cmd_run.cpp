@@ -28,13 +28,7 @@ nlohmann::json phase_json(const engine::PhaseWork& w, const std::optional<perf::
                       {"weight_bytes", w.weight_bytes}, {"kv_bytes", w.kv_bytes},
                       {"gflop_s", w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0.0},
                       {"gb_s", w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0.0}};
-  if (v) {
-    j["pct_of_peak_compute"] = 100 * v->flops_utilization;
-    j["pct_of_peak_bandwidth"] = 100 * v->bw_utilization;
-    j["intensity_flop_per_byte"] = v->intensity;
-    j["ridge_flop_per_byte"] = v->ridge;
-    j["bound"] = perf::bound_name(v->bound);
-  }
+  if (v) add_verdict_fields(j, *v);
   return j;
 }
 

@@ -78,6 +78,14 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+void add_verdict_fields(nlohmann::json& j, const perf::Verdict& v) {
+  j["pct_of_peak_compute"] = 100 * v.flops_utilization;
+  j["pct_of_peak_bandwidth"] = 100 * v.bw_utilization;
+  j["intensity_flop_per_byte"] = v.intensity;
+  j["ridge_flop_per_byte"] = v.ridge;
+  j["bound"] = perf::bound_name(v.bound);
+}
+
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

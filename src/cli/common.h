@@ -3,11 +3,13 @@
 // and documents them the same way.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 
 #include "engine/session.h"
 #include "model/model.h"
+#include "perf/roofline.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kvlab::cli {
@@ -32,6 +34,10 @@ engine::SessionOptions session_options(const ModelOptions& o, const model::Confi
 std::string resolve_model_path(const std::string& m);
 
 std::string read_file(const std::string& path);  // throws kvlab::Error
+
+// Adds a roofline verdict's fields (% of peaks, intensity, ridge, bound) to a
+// JSON object, with the same names in `run --json` and `bench -o json`.
+void add_verdict_fields(nlohmann::json& j, const perf::Verdict& v);
 std::string human_bytes(double bytes);
 
 }  // namespace kvlab::cli
