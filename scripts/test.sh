@@ -24,7 +24,7 @@ echo "== ASan + UBSan suite"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON -DKVLAB_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 2400
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 3000
 
 if [[ -f tests/fuzz/CMakeLists.txt ]]; then
   echo "== GGUF reader fuzzer (bounded)"
