@@ -23,8 +23,14 @@ echo "== Server end to end (official openai client against kvlab serve)"
 echo "== ASan + UBSan suite"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON -DKVLAB_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$JOBS"
+# One test is left to the Release pass: the 128-token cached-vs-recomputed
+# comparison on the default model (3 min in Release, over 15 min under ASan on
+# 2 cores). The same code paths run under ASan in the stories260K and
+# synthetic-model equivalence tests and in the default-model golden test.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 3000
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 3000 \
+  -E 'KvCacheEquivalence.DefaultModel128TokensSeveralPrompts'
+
 
 if [[ -f tests/fuzz/CMakeLists.txt ]]; then
   echo "== GGUF reader fuzzer (bounded)"
