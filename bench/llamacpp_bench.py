@@ -151,7 +151,7 @@ def run(args) -> dict:
     cp.n_seq_max = 1
     cp.n_threads = args.threads
     cp.n_threads_batch = args.threads
-    cp.type_k = cp.type_v = {"f16": C.GGML_TYPE_F16, "f32": C.GGML_TYPE_F32}[args.kv_type]
+    cp.type_k = cp.type_v = {"f16": C.GGML_TYPE_F16, "f32": C.GGML_TYPE_F32, "q8_0": C.GGML_TYPE_Q8_0}[args.kv_type]
     cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED if args.flash_attn else C.LLAMA_FLASH_ATTN_TYPE_DISABLED
     cp.no_perf = True
     ctx = C.llama_init_from_model(model, cp)
@@ -229,7 +229,8 @@ def main(argv=None) -> int:
     ap.add_argument("-d", "--depth", type=int, default=0, help="KV depth filled (untimed) before the test")
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("-r", "--reps", type=int, default=5)
-    ap.add_argument("--kv-type", choices=["f16", "f32"], default="f16")
+    ap.add_argument("--kv-type", choices=["f16", "f32", "q8_0"], default="f16",
+                    help="KV cache type (a q8_0 V cache needs --flash-attn in llama.cpp)")
     ap.add_argument("--flash-attn", action="store_true", help="enable flash attention (default: off)")
     ap.add_argument("--n-batch", type=int, default=2048, help="logical batch (llama-bench default 2048)")
     ap.add_argument("--n-ubatch", type=int, default=512, help="physical batch (llama-bench default 512)")
@@ -238,6 +239,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.reps < 1 or args.threads < 1:
         ap.error("-r and -t must be >= 1")
+    if args.kv_type == "q8_0" and not args.flash_attn:
+        ap.error("llama.cpp quantizes the V cache only with flash attention: add --flash-attn")
     json.dump(run(args), sys.stdout)
     sys.stdout.write("\n")
     return 0
