@@ -187,7 +187,7 @@ std::optional<double> Value::as_float() const {
 const std::string* Value::as_string() const { return std::get_if<std::string>(&v); }
 const ArrayView* Value::as_array() const { return std::get_if<ArrayView>(&v); }
 
-std::string Value::to_display(size_t max_items) const {
+std::string Value::to_display() const {
   std::ostringstream os;
   if (auto* u = std::get_if<uint64_t>(&v)) os << *u;
   else if (auto* i = std::get_if<int64_t>(&v)) os << *i;
@@ -200,7 +200,6 @@ std::string Value::to_display(size_t max_items) const {
   } else if (auto* a = std::get_if<ArrayView>(&v)) {
     os << "[" << value_type_name(a->elem) << " x " << a->count << "]";
   }
-  (void)max_items;
   return os.str();
 }
 

@@ -46,7 +46,7 @@ struct Value {
   std::optional<double> as_float() const;  // F32/F64 (integers are not floats)
   const std::string* as_string() const;
   const ArrayView* as_array() const;
-  std::string to_display(size_t max_items = 8) const;  // for `kvlab info`
+  std::string to_display() const;  // for `kvlab info`
 };
 
 struct TensorInfo {

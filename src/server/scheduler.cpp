@@ -35,22 +35,20 @@ void Handle::finish(const std::string& reason, const std::string& error) {
 std::optional<Handle::Update> Handle::next(std::chrono::milliseconds timeout) {
   std::unique_lock l(mu_);
   if (!cv_.wait_for(l, timeout, [&] { return done_ || !pending_.empty(); })) return std::nullopt;
-  Update u;
-  u.text = std::move(pending_);
-  pending_.clear();
-  u.done = done_;
-  u.finish_reason = finish_reason_;
-  u.error = error_;
-  return u;
+  return take_locked();
 }
 
 Handle::Update Handle::wait_all() {
   std::unique_lock l(mu_);
   cv_.wait(l, [&] { return done_; });
+  return take_locked();
+}
+
+Handle::Update Handle::take_locked() {
   Update u;
   u.text = std::move(pending_);
   pending_.clear();
-  u.done = true;
+  u.done = done_;
   u.finish_reason = finish_reason_;
   u.error = error_;
   return u;

@@ -63,6 +63,8 @@ class Handle {
   Timings timings() const;
 
  private:
+  // Moves the pending text and state out; the caller holds mu_.
+  Update take_locked();
   friend class Scheduler;
   void push(const std::string& text);
   void finish(const std::string& reason, const std::string& error = {});
