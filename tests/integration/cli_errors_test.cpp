@@ -10,11 +10,18 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/scratch_dir.h"
 #include "common/tiny_model.h"
 #include "gguf/writer.h"
 
 namespace kvlab {
 namespace {
+
+// One scratch directory per test process (removed at exit).
+const test::ScratchDir& scratch() {
+  static const test::ScratchDir dir;
+  return dir;
+}
 
 struct Result {
   int status = -1;
@@ -23,8 +30,7 @@ struct Result {
 
 // Runs build/kvlab with `args` (shell-quoted by the caller), capturing both streams.
 Result run_kvlab(const std::string& args) {
-  const std::string dir = ::testing::TempDir();
-  const std::string out = dir + "/kvlab.out", err = dir + "/kvlab.err";
+  const std::string out = scratch().file("kvlab.out"), err = scratch().file("kvlab.err");
   const std::string cmd = "timeout 60 " + std::string(KVLAB_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
   const int raw = std::system(cmd.c_str());
   Result r;
@@ -39,7 +45,7 @@ Result run_kvlab(const std::string& args) {
 }
 
 std::string write_file(const std::string& name, const std::vector<uint8_t>& bytes) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = scratch().file(name);
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   return path;

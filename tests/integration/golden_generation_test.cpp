@@ -49,9 +49,11 @@ GoldenStats check_fixture(const std::string& fixture, const std::string& model_p
     std::span<const float> logits = s.prefill(prompt);
     bool free_running = true;  // no disagreement so far: kvlab alone would emit llama.cpp's text
     for (size_t step = 0; step < want.size(); ++step) {
-      if (step < c["top5"].size())
-        for (const auto& pair : c["top5"][step])
+      if (step < c["top5"].size()) {
+        for (const auto& pair : c["top5"][step]) {
           EXPECT_NEAR(logits[size_t(pair[0].get<int>())], pair[1].get<double>(), logit_tol) << name << " step " << step;
+        }
+      }
       const int32_t got = sample::argmax(logits);
       const double margin = c["margins"][step].get<double>();
       ++st.steps;

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "common/models.h"
+#include "common/scratch_dir.h"
 #include "common/tiny_model.h"
 #include "engine/session.h"
 #include "common/error.h"
@@ -88,7 +89,8 @@ TEST(KvCacheEquivalence, SyntheticModelsEveryFormat) {
       s.tied = mha;
       s.n_head_kv = mha ? 4 : 2;
       const auto bytes = test::tiny_llama(s).serialize();
-      const std::string path = ::testing::TempDir() + "/tiny.gguf";
+      const test::ScratchDir dir;
+      const std::string path = dir.file("tiny.gguf");
       {
         std::ofstream f(path, std::ios::binary);
         f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/scratch_dir.h"
 #include "perf/hardware.h"
 #include "perf/hw_profile.h"
 #include "perf/model_catalog.h"
@@ -97,18 +98,19 @@ TEST(PerfHwProfile, RejectsBadFieldsByName) {
 }
 
 TEST(PerfHwProfile, ThisMachineComesFromTheProfile) {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / "kvlab-perf-test-profile.json";
+  const test::ScratchDir dir;
+  const std::string path = dir.file("profile.json");
   std::ofstream(path) << kProfile;
-  const Hardware h = find_hardware("this", path.string());
-  std::filesystem::remove(path);
+  const Hardware h = find_hardware("this", path);
   EXPECT_EQ(h.kind, HwKind::Cpu);
   EXPECT_DOUBLE_EQ(*h.fp32, 1.5e11);
   EXPECT_DOUBLE_EQ(*h.int8, 6e11);
   EXPECT_DOUBLE_EQ(h.mem_bw, 1.9e10);
   EXPECT_NE(h.name.find("Test CPU"), std::string::npos);
 
-  const std::string e = error_of([&] { find_hardware("this", path.string()); });
-  EXPECT_EQ(e, "no hardware profile at " + path.string() + ": run `kvlab probe` to measure this machine first");
+  std::filesystem::remove(path);
+  const std::string e = error_of([&] { find_hardware("this", path); });
+  EXPECT_EQ(e, "no hardware profile at " + path + ": run `kvlab probe` to measure this machine first");
 }
 
 TEST(PerfModels, CatalogHasTheRequiredModels) {
@@ -152,10 +154,10 @@ TEST(PerfModels, HfConfigJsonMatchesTheCatalogEntry) {
   EXPECT_EQ(c.name, "LlamaForCausalLM");
 
   // A config.json file on disk resolves the same way.
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / "kvlab-perf-test-config.json";
+  const test::ScratchDir dir;
+  const std::string path = dir.file("config.json");
   std::ofstream(path) << kHfConfig;
-  EXPECT_EQ(resolve_model(path.string()).config.n_ff, 14336);
-  std::filesystem::remove(path);
+  EXPECT_EQ(resolve_model(path).config.n_ff, 14336);
 }
 
 TEST(PerfModels, HfConfigErrorsNameTheField) {

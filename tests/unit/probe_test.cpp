@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/scratch_dir.h"
 #include "kernels/cpu.h"
 #include "perf/hw_profile.h"
 #include "perf/probe.h"
@@ -32,21 +33,7 @@ std::string error_of(const auto& f) {
   return "(no error)";
 }
 
-// A scratch directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() /
-           ("kvlab_probe_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = test::ScratchDir;
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
