@@ -1,0 +1,234 @@
+#include "server/lab.h"
+
+#include <charconv>
+#include <numeric>
+
+#include "engine/attribution.h"
+#include "engine/generate.h"
+#include "perf/roofline.h"
+#include "sample/sampler.h"
+#include "server/openai_api.h"
+#include "server/sse.h"
+
+namespace kvlab::server {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(std::string message, std::string param, std::string code) {
+  throw ApiException{ApiError{400, std::move(message), "invalid_request_error", std::move(param), std::move(code)}};
+}
+
+// The checks both endpoints share. The message goes through the chat template,
+// as in `kvlab demo`, because the default model is an instruct model.
+LabRequest make_request(const std::string& message, int64_t n, const tokenizer::Tokenizer& tok,
+                        const LabLimits& limits) {
+  if (message.empty()) fail("'prompt' must not be empty", "prompt", "invalid_value");
+  if (n < 1 || n > kLabMaxTokens)
+    fail("'n' must be between 1 and " + std::to_string(kLabMaxTokens) + ", got " + std::to_string(n), "n",
+         "invalid_value");
+  LabRequest r;
+  r.prompt = tok.encode(tokenizer::apply_chatml({{"user", message}}), true, true);
+  r.n = int(n);
+  if (int64_t(r.prompt.size()) + n > limits.n_ctx)
+    fail("the prompt (" + std::to_string(r.prompt.size()) + " tokens in the chat template) plus n (" +
+             std::to_string(n) + ") exceeds the context size " + std::to_string(limits.n_ctx),
+         "prompt", "context_length_exceeded");
+  return r;
+}
+
+engine::SessionOptions session_options(const LabRequest& r, const LabLimits& limits, bool kv_cache) {
+  engine::SessionOptions o;
+  o.n_ctx = int(r.prompt.size()) + r.n;  // just what this run needs, not the server's context
+  o.n_threads = limits.n_threads;
+  o.kv_cache = kv_cache;
+  o.kv_type = limits.kv_type;
+  return o;
+}
+
+json mode_summary(const std::vector<double>& latency_s) {
+  const double total = std::accumulate(latency_s.begin(), latency_s.end(), 0.0);
+  const double decode = total - latency_s.front();  // the first token's time is the prefill (TTFT)
+  const size_t n = latency_s.size();
+  return {{"ttft_ms", latency_s.front() * 1e3},
+          {"decode_tok_s", n > 1 && decode > 0 ? json(double(n - 1) / decode) : json(nullptr)},
+          {"tok_s", total > 0 ? json(double(n) / total) : json(nullptr)},
+          {"total_ms", total * 1e3}};
+}
+
+json phase_json(const char* name, const engine::PhaseWork& w, const std::optional<perf::Verdict>& v) {
+  json j = {{"phase", name},
+            {"passes", w.passes},
+            {"tokens", w.tokens},
+            {"ms", w.seconds * 1e3},
+            {"flops", w.flops},
+            {"bytes", w.bytes()},
+            {"achieved_flops", w.seconds > 0 ? w.flops / w.seconds : 0.0},
+            {"achieved_bytes_per_s", w.seconds > 0 ? w.bytes() / w.seconds : 0.0},
+            {"intensity", w.bytes() > 0 ? w.flops / w.bytes() : 0.0},
+            {"verdict", nullptr}};
+  if (v)
+    j["verdict"] = {{"bound", perf::bound_name(v->bound)},
+                    {"ridge", v->ridge},
+                    {"flops_utilization", v->flops_utilization},
+                    {"bw_utilization", v->bw_utilization},
+                    {"roof_fraction", v->roof_fraction}};
+  return j;
+}
+
+}  // namespace
+
+LabRequest parse_race(const std::optional<std::string>& prompt, const std::optional<std::string>& n,
+                      const tokenizer::Tokenizer& tok, const LabLimits& limits) {
+  if (!prompt) fail("'prompt' is required", "prompt", "missing_required_parameter");
+  int64_t count = LabRequest{}.n;
+  if (n) {
+    const char* end = n->data() + n->size();
+    const auto [p, ec] = std::from_chars(n->data(), end, count);
+    if (n->empty() || ec != std::errc() || p != end) fail("'n' must be an integer, got '" + *n + "'", "n", "invalid_type");
+  }
+  return make_request(*prompt, count, tok, limits);
+}
+
+LabRequest parse_phases(const std::string& body, const tokenizer::Tokenizer& tok, const LabLimits& limits) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) fail("the request body is not valid JSON", {}, "invalid_json");
+  if (!j.is_object()) fail("the request body must be a JSON object", {}, "invalid_type");
+  auto it = j.find("prompt");
+  if (it == j.end() || it->is_null()) fail("'prompt' is required", "prompt", "missing_required_parameter");
+  if (!it->is_string()) fail("'prompt' must be a string", "prompt", "invalid_type");
+  const std::string message = it->get<std::string>();
+  int64_t n = LabRequest{}.n;
+  if (auto f = j.find("n"); f != j.end() && !f->is_null()) {
+    if (!f->is_number_integer()) fail("'n' must be an integer", "n", "invalid_type");
+    n = f->get<int64_t>();
+  }
+  bool no_cache = false;
+  if (auto f = j.find("no_kv_cache"); f != j.end() && !f->is_null()) {
+    if (!f->is_boolean()) fail("'no_kv_cache' must be a boolean", "no_kv_cache", "invalid_type");
+    no_cache = f->get<bool>();
+  }
+  LabRequest r = make_request(message, n, tok, limits);
+  r.kv_cache = !no_cache;
+  return r;
+}
+
+Race::Race(const model::Model& m, const tokenizer::Tokenizer& tok, LabRequest req, const LabLimits& limits)
+    : req_(std::move(req)),
+      cached_{"cached", engine::Session(m, session_options(req_, limits, true)), tokenizer::StreamDecoder(tok), {}, {}, {}},
+      naive_{"no_cache", engine::Session(m, session_options(req_, limits, false)), tokenizer::StreamDecoder(tok), {}, {}, {}} {}
+
+std::string Race::step(Mode& m) {
+  const size_t i = m.tokens.size();
+  const auto t0 = engine::Clock::now();
+  const std::span<const float> logits = i == 0 ? m.session.prefill(req_.prompt) : m.session.decode(m.tokens.back());
+  const int32_t id = sample::argmax(logits);
+  const double dt = engine::seconds_since(t0);
+  m.tokens.push_back(id);
+  m.latency_s.push_back(dt);
+  std::string piece = m.decoder.push(id);
+  if (int(m.tokens.size()) == req_.n) piece += m.decoder.flush();
+  m.text += piece;
+  return sse::event(dump(json{{"type", "token"},
+                              {"mode", m.name},
+                              {"index", i},
+                              {"position", req_.prompt.size() + i},
+                              {"token", id},
+                              {"token_text", piece},
+                              {"latency_ms", dt * 1e3}}));
+}
+
+std::string Race::summary() const {
+  const json c = mode_summary(cached_.latency_s), u = mode_summary(naive_.latency_s);
+  const double cached_decode = c["total_ms"].get<double>() - c["ttft_ms"].get<double>();
+  const double naive_decode = u["total_ms"].get<double>() - u["ttft_ms"].get<double>();
+  return dump(json{{"type", "summary"},
+                   {"prompt_tokens", req_.prompt.size()},
+                   {"n", req_.n},
+                   {"identical", cached_.tokens == naive_.tokens},
+                   {"text", cached_.text},
+                   {"cached", c},
+                   {"no_cache", u},
+                   {"decode_speedup", cached_decode > 0 ? json(naive_decode / cached_decode) : json(nullptr)}});
+}
+
+std::string Race::next() {
+  if (done_) return {};
+  try {
+    if (int(naive_.tokens.size()) < req_.n)
+      return step(cached_.tokens.size() == naive_.tokens.size() ? cached_ : naive_);
+    done_ = true;
+    return sse::event(summary()) + sse::done();
+  } catch (const std::exception& e) {
+    done_ = true;
+    return sse::event(dump(ApiError{500, e.what(), "server_error", "", "generation_failed"}.body())) + sse::done();
+  }
+}
+
+json run_phases(const model::Model& m, const tokenizer::Tokenizer& tok, const LabRequest& req, const LabLimits& limits) {
+  engine::Session session(m, session_options(req, limits, req.kv_cache));
+  engine::GenerateOptions g;
+  g.n_predict = req.n;
+  g.sampling.temperature = 0;
+  tokenizer::StreamDecoder decoder(tok);
+  json tokens = json::array();
+  double prev_ms = 0;
+  const auto t0 = engine::Clock::now();
+  const engine::GenerateResult r = engine::generate(
+      session, req.prompt, g, [&tok](int32_t id) { return tok.is_end_of_generation(id); },
+      [&](int32_t id) {
+        const double now_ms = engine::seconds_since(t0) * 1e3;
+        const size_t i = tokens.size();
+        tokens.push_back({{"index", i},
+                          {"position", req.prompt.size() + i},
+                          {"phase", i == 0 ? "prefill" : "decode"},
+                          {"text", decoder.push(id)},
+                          {"start_ms", prev_ms},
+                          {"end_ms", now_ms}});
+        prev_ms = now_ms;
+      });
+  if (!tokens.empty()) tokens.back()["text"] = tokens.back()["text"].get<std::string>() + decoder.flush();
+
+  // A missing or unreadable profile leaves the verdicts out and says why; the
+  // timeline is still worth showing.
+  std::optional<perf::HwProfile> profile;
+  std::string profile_message;
+  try {
+    profile = engine::try_load_profile();
+    if (!profile)
+      profile_message = "No hardware profile on the server yet: run `kvlab probe` (about 10 s) there to put this "
+                        "run against the machine's measured peaks.";
+  } catch (const std::exception& e) {
+    profile_message = std::string("The hardware profile could not be read (") + e.what() + "): run `kvlab probe` again.";
+  }
+  const engine::Attribution a =
+      engine::attribute(session.trace(), m, session.cache().elem_bytes(), session.options().n_threads, profile);
+
+  json phases = json::array();
+  if (a.prefill.passes) phases.push_back(phase_json("prefill", a.prefill, a.prefill_verdict));
+  if (a.decode.passes) phases.push_back(phase_json("decode", a.decode, a.decode_verdict));
+  json peaks = nullptr;
+  if (a.peaks)
+    peaks = {{"flops", a.peaks->flops},
+             {"flops_kind", a.peaks->flops_kind},
+             {"bytes_per_s", a.peaks->bytes_per_s},
+             {"ridge", a.peaks->bytes_per_s > 0 ? a.peaks->flops / a.peaks->bytes_per_s : 0.0},
+             {"source", a.peaks->source}};
+  json out = {{"prompt_tokens", r.prompt_tokens},
+              {"kv_cache", req.kv_cache},
+              {"threads", session.options().n_threads},
+              {"stop", engine::stop_reason_name(r.stop)},
+              {"ttft_ms", r.ttft_seconds * 1e3},
+              {"prefill_tok_s", r.prefill_tok_s()},
+              {"decode_tok_s", r.tokens.size() > 1 ? json(r.decode_tok_s()) : json(nullptr)},
+              {"total_ms", prev_ms},
+              {"text", tok.decode(r.tokens)},
+              {"tokens", tokens},
+              {"phases", phases},
+              {"peaks", peaks}};
+  if (!profile_message.empty()) out["profile_message"] = profile_message;
+  return out;
+}
+
+}  // namespace kvlab::server
