@@ -10,6 +10,8 @@ PACKAGES=(
   clang libclang-rt-dev           # libFuzzer and the sanitizer runtimes
   python3 python3-pip python3-venv
   gnuplot-nox                     # kvlab simulate --plot
+  libjs-chart.js                  # the charts of kvlab serve's web page
+  chromium chromium-driver        # the web page's browser test (tests/e2e/test_page.py)
 )
 
 missing=()

@@ -3,7 +3,9 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/error.h"
 #include "perf/diagnose.h"
@@ -13,8 +15,10 @@
 #include "perf/model_catalog.h"
 #include "perf/report.h"
 #include "perf/simulate.h"
+#include "server/lab.h"
 #include "server/openai_api.h"
 #include "server/sse.h"
+#include "server/web_assets.h"
 
 namespace kvlab::server {
 
@@ -120,6 +124,23 @@ std::string diagnose(const std::string& body) {
     return perf::render_grade(perf::grade_answer(answer, perf::expected_from(result)), perf::Format::Json);
   return perf::render_diagnosis(result, perf::Format::Json);
 }
+
+// The names the page offers for /api/simulate and /api/diagnose.
+std::string catalog() {
+  json models = json::array(), hardware = json::array();
+  for (const perf::ModelEntry& m : perf::model_catalog())
+    models.push_back({{"id", m.id}, {"name", m.config.name}, {"layers", m.config.n_layer}});
+  for (const perf::Hardware& h : perf::hardware_catalog())
+    hardware.push_back({{"id", h.id}, {"name", h.name}, {"kind", perf::hw_kind_name(h.kind)}});
+  return dump(json{{"models", models},
+                   {"hardware", hardware},
+                   {"defaults", {{"model", "llama-3.1-8b"}, {"hw", "h100"}}}});
+}
+
+// Chart.js from Debian's libjs-chart.js (3.9, whose UMD build defines
+// window.Chart), read at each request rather than embedded: the package owns
+// and updates it, and the page says so when it is not installed.
+constexpr const char* kChartJs = "/usr/share/javascript/chart.js/chart.min.js";
 
 std::string status_message(int status) {
   switch (status) {
@@ -328,6 +349,105 @@ void HttpServer::routes() {
   };
   s.Post("/api/simulate", perf_route(&simulate));
   s.Post("/api/diagnose", perf_route(&diagnose));
+  s.Get("/api/catalog", [authorized](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    res.set_content(catalog(), "application/json");
+  });
+
+  // The live measurements: loaded model, valid arguments, and no other
+  // measurement running (the lease clears lab_busy_ when the last copy goes,
+  // i.e. when the response, and with it a race's stream, is finished).
+  auto lab_lease = [this]() -> std::shared_ptr<std::atomic<bool>> {
+    if (lab_busy_.exchange(true)) return nullptr;
+    return {&lab_busy_, [](std::atomic<bool>* busy) { *busy = false; }};
+  };
+  auto lab_ready = [this](httplib::Response& res) {
+    if (ready_) return true;
+    res.set_header("Retry-After", "1");
+    send_error(res, 503, "the model is still loading", "server_error", "model_loading");
+    return false;
+  };
+  auto lab_busy = [](httplib::Response& res) {
+    res.set_header("Retry-After", "5");
+    send_error(res, 503, "another race or phases run is measuring; retry when it ends", "server_error", "server_busy");
+  };
+  auto lab_limits = [this] { return LabLimits{opt_.sched.n_ctx, opt_.sched.n_threads, opt_.sched.kv_type}; };
+
+  s.Get("/api/race", [this, authorized, lab_lease, lab_ready, lab_busy, lab_limits](const httplib::Request& req,
+                                                                                     httplib::Response& res) {
+    if (!authorized(req, res) || !lab_ready(res)) return;
+    auto param = [&req](const char* name) {
+      return req.has_param(name) ? std::optional<std::string>(req.get_param_value(name)) : std::nullopt;
+    };
+    LabRequest lr;
+    try {
+      lr = parse_race(param("prompt"), param("n"), *tok_, lab_limits());
+    } catch (const ApiException& e) {
+      send_error(res, e.err);
+      return;
+    }
+    auto lease = lab_lease();
+    if (!lease) return lab_busy(res);
+    auto race = std::make_shared<Race>(*model_, *tok_, std::move(lr), lab_limits());
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    // One token per call, so a client that has gone (write fails) stops the
+    // race after at most the step in progress.
+    res.set_chunked_content_provider("text/event-stream", [race, lease](size_t, httplib::DataSink& sink) {
+      const std::string event = race->next();
+      if (!sink.write(event.data(), event.size())) return false;
+      if (race->done()) sink.done();
+      return true;
+    });
+  });
+
+  s.Post("/api/phases", [this, authorized, lab_lease, lab_ready, lab_busy, lab_limits](const httplib::Request& req,
+                                                                                        httplib::Response& res) {
+    if (!authorized(req, res) || !lab_ready(res)) return;
+    LabRequest lr;
+    try {
+      lr = parse_phases(req.body, *tok_, lab_limits());
+    } catch (const ApiException& e) {
+      send_error(res, e.err);
+      return;
+    }
+    const auto lease = lab_lease();
+    if (!lease) return lab_busy(res);
+    res.set_content(dump(run_phases(*model_, *tok_, lr, lab_limits())), "application/json");
+  });
+
+  // The page itself needs no API key (a browser cannot send one when it
+  // navigates); it asks for the key and sends it with its API calls.
+  auto asset = [](const std::string& name, httplib::Response& res) {
+    for (const WebAsset& a : web_assets())
+      if (a.name == name) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_content(std::string(a.body), std::string(a.content_type));
+        return;
+      }
+    res.status = 404;
+  };
+  s.Get("/", [asset](const httplib::Request&, httplib::Response& res) { asset("index.html", res); });
+  s.Get("/static/chart.js", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("X-Content-Type-Options", "nosniff");
+    std::ifstream in(kChartJs, std::ios::binary);
+    if (!in) {
+      res.status = 404;
+      res.set_content(std::string("/* Chart.js is not installed on the server (") + kChartJs +
+                          "): install Debian's libjs-chart.js */\n",
+                      "text/javascript; charset=utf-8");
+      return;
+    }
+    std::ostringstream body;
+    body << in.rdbuf();
+    res.set_header("Cache-Control", "max-age=3600");
+    res.set_content(body.str(), "text/javascript; charset=utf-8");
+  });
+  // Names only: the pattern admits no '/', and only embedded files are served.
+  s.Get(R"(/static/([A-Za-z0-9_-]+\.[a-z]+))", [asset](const httplib::Request& req, httplib::Response& res) {
+    asset(req.matches[1], res);
+  });
 }
 
 }  // namespace kvlab::server

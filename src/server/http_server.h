@@ -1,6 +1,8 @@
 // The HTTP front end (cpp-httplib): OpenAI-compatible routes, /health,
-// /metrics, /api/simulate and /api/diagnose. It listens before the model is
-// loaded (/health answers 503 until set_model is called).
+// /metrics, /api/simulate, /api/diagnose and /api/catalog, the live
+// measurements /api/race and /api/phases (server/lab.h), and the web page at /
+// (server/web_assets.h). It listens before the model is loaded (/health
+// answers 503 until set_model is called).
 #pragma once
 #include <atomic>
 #include <memory>
@@ -50,6 +52,9 @@ class HttpServer {
   const tokenizer::Tokenizer* tok_ = nullptr;
   const model::Model* model_ = nullptr;
   std::unique_ptr<Scheduler> sched_;
+  // Set while a race or a phases run measures: one at a time, since two would
+  // share the cores and time each other rather than the engine.
+  std::atomic<bool> lab_busy_{false};
 };
 
 }  // namespace kvlab::server
