@@ -25,6 +25,7 @@ struct ServeOptions {
   int parallel = 4;
   int max_queue = 32;
   int prefill_chunk = 128;
+  int kv_blocks = 0;
   std::string api_key;
 };
 
@@ -47,6 +48,7 @@ void serve(const ServeOptions& o) {
   so.sched.n_seq = o.parallel;
   so.sched.max_queue = o.max_queue;
   so.sched.prefill_chunk = o.prefill_chunk;
+  so.sched.kv_blocks = o.kv_blocks;
   so.sched.n_threads = o.model.threads;
   so.sched.kv_type = *tensor::parse_dtype(o.model.kv_type);
   so.sched.n_ctx = o.model.n_ctx;  // resolved after loading when 0
@@ -102,7 +104,12 @@ void add_serve_command(CLI::App& root) {
       ->check(CLI::Range(0, 1024));
   app->add_option("--kv-type", o->model.kv_type, "KV cache element type")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "f16"}));
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
+  app->add_option("--kv-blocks", o->kv_blocks,
+                  "KV cache pool in blocks of 16 positions, shared by all slots and the prefix cache "
+                  "(0: parallel x ctx-size)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
   app->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on /v1 and /api routes");
   app->add_option("--max-queue", o->max_queue, "requests that may wait for a slot; more get 503 + Retry-After")
       ->capture_default_str()

@@ -1,5 +1,7 @@
 #include "kernels/attention.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
@@ -47,11 +49,20 @@ void attend(const float* q, const KvView& kv, int n_pos, size_t head_dim, float 
   // kernels pair activations with weights.
   const DotKernel& dk = dot_kernel(kv.type);
   dk.quantize_act(q, q_conv, head_dim);
-  for (int j = 0; j < n_pos; ++j) scores[j] = dk.dot(kv.k + size_t(j) * kv.row_stride, q_conv, head_dim) * scale;
+  const int run = kv.blocks ? kv.block_tokens : n_pos;  // rows stored one after another
+  auto block_offset = [&](int first) { return kv.blocks ? size_t(kv.blocks[first / run]) * kv.block_stride : 0; };
+  for (int b = 0; b < n_pos; b += run) {
+    const uint8_t* k = kv.k + block_offset(b);
+    for (int j = b; j < std::min(n_pos, b + run); ++j, k += kv.row_stride)
+      scores[j] = dk.dot(k, q_conv, head_dim) * scale;
+  }
   softmax(scores, size_t(n_pos));
   const AxpyFn axpy = axpy_kernel(kv.type);
   for (size_t d = 0; d < head_dim; ++d) out[d] = 0.f;
-  for (int j = 0; j < n_pos; ++j) axpy(scores[j], kv.v + size_t(j) * kv.row_stride, out, head_dim);
+  for (int b = 0; b < n_pos; b += run) {
+    const uint8_t* v = kv.v + block_offset(b);
+    for (int j = b; j < std::min(n_pos, b + run); ++j, v += kv.row_stride) axpy(scores[j], v, out, head_dim);
+  }
 }
 
 }  // namespace kvlab::kernels

@@ -11,11 +11,18 @@
 
 namespace kvlab::kernels {
 
+// The K and V rows of one KV head of one sequence. Positions are grouped in
+// blocks of `block_tokens` consecutive rows (`row_stride` apart); logical
+// block b lives at physical block blocks[b], `block_stride` bytes apart
+// (the paged KV cache). blocks == nullptr: one contiguous run of rows.
 struct KvView {
-  const uint8_t* k = nullptr;  // K row of position 0, already offset to this KV head
-  const uint8_t* v = nullptr;  // V row of position 0, likewise
-  size_t row_stride = 0;       // bytes between positions
+  const uint8_t* k = nullptr;  // K row 0 of physical block 0, offset to this KV head
+  const uint8_t* v = nullptr;  // V row 0 of physical block 0, likewise
+  size_t row_stride = 0;       // bytes between positions of a block
   tensor::DType type = tensor::DType::F32;  // f32, f16 or q8_0
+  const int32_t* blocks = nullptr;
+  int block_tokens = 0;
+  size_t block_stride = 0;
 };
 
 // q: head_dim floats. q_conv: scratch of head_dim*4 bytes for q in the K

@@ -1,5 +1,6 @@
 #include "kv/cache.h"
 
+#include <algorithm>
 #include <string>
 
 #include "common/error.h"
@@ -7,23 +8,40 @@
 namespace kvlab::kv {
 
 Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type)
-    : n_layer_(cfg.n_layer), n_ctx_(n_ctx), n_seq_(n_seq), kv_dim_(size_t(cfg.kv_dim())), type_(type) {
+    : Cache(cfg, n_ctx, n_seq, type, n_seq * blocks_for(std::max(n_ctx, 1))) {
+  for (int s = 0; s < n_seq_; ++s)
+    for (int b = 0; b < blocks_per_seq_; ++b) map_block(s, b, s * blocks_per_seq_ + b);
+}
+
+Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks)
+    : n_layer_(cfg.n_layer),
+      n_ctx_(n_ctx),
+      n_seq_(n_seq),
+      n_blocks_(n_blocks),
+      blocks_per_seq_(blocks_for(n_ctx)),
+      kv_dim_(size_t(cfg.kv_dim())),
+      type_(type) {
   if (type != tensor::DType::F32 && type != tensor::DType::F16 && type != tensor::DType::Q8_0)
     throw Error("KV cache type must be f32, f16 or q8_0, got " + std::string(tensor::dtype_info(type).name));
-  if (n_ctx < 1 || n_seq < 1) throw Error("KV cache needs a context and a sequence count >= 1");
+  if (n_ctx < 1 || n_seq < 1 || n_blocks < 1) throw Error("KV cache needs a context, sequences and blocks >= 1");
   const auto head = tensor::row_bytes(type, uint64_t(cfg.head_dim));
   if (!head)
     throw Error("KV cache type " + std::string(tensor::dtype_info(type).name) + " needs a head size that is a multiple of " +
                 std::to_string(tensor::dtype_info(type).block_size) + " (this model: " + std::to_string(cfg.head_dim) + ")");
   head_bytes_ = *head;
   row_bytes_ = head_bytes_ * size_t(cfg.n_head_kv);
-  const double total = double(n_layer_) * n_seq * n_ctx * double(row_bytes()) * 2;
+  const double total = double(n_layer_) * double(n_blocks) * double(block_bytes()) * 2;
   if (total > 64.0 * (1ull << 30))
     throw Error("KV cache of " + std::to_string(uint64_t(total / (1 << 20))) + " MiB is too large; lower -c");
-  const size_t per = size_t(n_layer_) * n_seq * n_ctx * row_bytes();
-  k_.resize(per);
-  v_.resize(per);
+  k_.resize(size_t(n_layer_) * layer_bytes());
+  v_.resize(size_t(n_layer_) * layer_bytes());
+  table_.assign(size_t(n_seq) * size_t(blocks_per_seq_), -1);
   used_.assign(size_t(n_seq), 0);
+}
+
+void Cache::unmap(int seq) {
+  std::fill_n(table_.begin() + std::ptrdiff_t(size_t(seq) * size_t(blocks_per_seq_)), blocks_per_seq_, -1);
+  used_[size_t(seq)] = 0;
 }
 
 void Cache::store(uint8_t* dst, const float* src) const {

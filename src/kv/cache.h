@@ -1,8 +1,16 @@
 // The KV cache: for every layer, the keys and values of every position seen so
 // far, written once when the position is processed and read by every later
-// step. Contiguous per sequence:
-//   k[layer][seq][pos][kv_dim],  v[layer][seq][pos][kv_dim]
-// with kv_dim = n_head_kv * head_dim (GQA stores only the shared KV heads).
+// step. Storage is paged (as in vLLM's PagedAttention): fixed blocks of
+// kBlockTokens positions,
+//   k[layer][block][pos % kBlockTokens][kv_dim]   (v likewise)
+// with kv_dim = n_head_kv * head_dim (GQA stores only the shared KV heads),
+// and each sequence has a block table mapping its logical block pos / 16 to a
+// physical block. Two ways to build one:
+//  - dedicated: every sequence owns the blocks of n_ctx positions, mapped in
+//    order (the engine's sessions: contiguous, nothing to manage);
+//  - pooled: a fixed number of blocks shared by all sequences, mapped by a
+//    kv::BlockManager, which also lets sequences share the blocks of a common
+//    prompt prefix (the server).
 // Element type f32, f16 or q8_0 (--kv-type): f16 halves the bytes decode
 // reads, q8_0 (32-element blocks, 34 bytes) nearly halves them again. For
 // q8_0 every head must be whole blocks (head_dim % 32 == 0).
@@ -18,25 +26,43 @@ namespace kvlab::kv {
 
 class Cache {
  public:
-  // Allocates n_layer * n_seq * n_ctx * kv_dim * 2 elements up front.
-  // Throws kvlab::Error for an unsupported type or absurd sizes.
+  // Positions per block: small enough that a shared prefix wastes little, large
+  // enough that the attention loop runs over contiguous rows.
+  static constexpr int kBlockTokens = 16;
+  static int blocks_for(int n_tokens) { return (n_tokens + kBlockTokens - 1) / kBlockTokens; }
+
+  // Dedicated layout. Throws kvlab::Error for an unsupported type or absurd sizes.
   Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type);
+  // Pooled layout: n_blocks blocks, every block table empty.
+  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks);
 
   int n_ctx() const { return n_ctx_; }
   int n_seq() const { return n_seq_; }
+  int n_blocks() const { return n_blocks_; }
   tensor::DType type() const { return type_; }
   size_t kv_dim() const { return kv_dim_; }
   // Bytes per element, averaged over a block (34/32 for q8_0).
   double elem_bytes() const { return double(row_bytes_) / double(kv_dim_); }
   // Byte offset of KV head g inside a row.
   size_t head_offset(int g) const { return size_t(g) * head_bytes_; }
-
-  // Row of kv_dim elements for (layer, seq, pos).
-  uint8_t* k(int layer, int seq, int pos) { return base(k_, layer, seq, pos); }
-  uint8_t* v(int layer, int seq, int pos) { return base(v_, layer, seq, pos); }
-  const uint8_t* k(int layer, int seq, int pos) const { return base(k_, layer, seq, pos); }
-  const uint8_t* v(int layer, int seq, int pos) const { return base(v_, layer, seq, pos); }
   size_t row_bytes() const { return row_bytes_; }
+  size_t block_bytes() const { return size_t(kBlockTokens) * row_bytes_; }
+
+  // Block table of a sequence: blocks_for(n_ctx) entries, -1 where unmapped.
+  const int32_t* block_table(int seq) const { return &table_[size_t(seq) * size_t(blocks_per_seq_)]; }
+  bool mapped(int seq, int pos) const { return block_table(seq)[pos / kBlockTokens] >= 0; }
+  void map_block(int seq, int logical, int32_t physical) {
+    table_[size_t(seq) * size_t(blocks_per_seq_) + size_t(logical)] = physical;
+  }
+  // Unmaps every block of the sequence and empties it.
+  void unmap(int seq);
+
+  // Row of kv_dim elements for (layer, seq, pos); its block must be mapped.
+  uint8_t* k(int layer, int seq, int pos) { return row(k_, layer, seq, pos); }
+  uint8_t* v(int layer, int seq, int pos) { return row(v_, layer, seq, pos); }
+  // Row 0 of physical block 0 of a layer: attention walks blocks from here.
+  const uint8_t* k_layer(int layer) const { return k_.data() + size_t(layer) * layer_bytes(); }
+  const uint8_t* v_layer(int layer) const { return v_.data() + size_t(layer) * layer_bytes(); }
 
   // Stores one f32 row, converting to the cache type.
   void store(uint8_t* dst, const float* src) const;
@@ -52,17 +78,18 @@ class Cache {
   size_t bytes_used(int seq) const { return bytes_per_token() * size_t(used(seq)); }
 
  private:
-  uint8_t* base(std::vector<uint8_t>& buf, int layer, int seq, int pos) {
-    return buf.data() + ((size_t(layer) * n_seq_ + size_t(seq)) * n_ctx_ + size_t(pos)) * row_bytes();
-  }
-  const uint8_t* base(const std::vector<uint8_t>& buf, int layer, int seq, int pos) const {
-    return buf.data() + ((size_t(layer) * n_seq_ + size_t(seq)) * n_ctx_ + size_t(pos)) * row_bytes();
+  size_t layer_bytes() const { return size_t(n_blocks_) * block_bytes(); }
+  uint8_t* row(std::vector<uint8_t>& buf, int layer, int seq, int pos) {
+    const size_t block = size_t(block_table(seq)[pos / kBlockTokens]);
+    return buf.data() + size_t(layer) * layer_bytes() + block * block_bytes() +
+           size_t(pos % kBlockTokens) * row_bytes_;
   }
 
-  int n_layer_, n_ctx_, n_seq_;
+  int n_layer_, n_ctx_, n_seq_, n_blocks_, blocks_per_seq_;
   size_t kv_dim_, row_bytes_, head_bytes_;
   tensor::DType type_;
   std::vector<uint8_t> k_, v_;
+  std::vector<int32_t> table_;  // [seq][logical block] -> physical block
   std::vector<int> used_;
 };
 

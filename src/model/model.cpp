@@ -75,10 +75,13 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
     const BatchEntry& e = batch[t];
     const size_t g = h / size_t(c.gqa_group());
     kernels::KvView kv;
-    kv.k = cache.k(layer, e.seq, 0) + cache.head_offset(int(g));
-    kv.v = cache.v(layer, e.seq, 0) + cache.head_offset(int(g));
+    kv.k = cache.k_layer(layer) + cache.head_offset(int(g));
+    kv.v = cache.v_layer(layer) + cache.head_offset(int(g));
     kv.row_stride = cache.row_bytes();
     kv.type = cache.type();
+    kv.blocks = cache.block_table(e.seq);
+    kv.block_tokens = kv::Cache::kBlockTokens;
+    kv.block_stride = cache.block_bytes();
     kernels::attend(&ws.q[t * qd + h * hd], kv, e.pos + 1, hd, scale, &ws.q_conv[size_t(thread) * hd],
                     &ws.scores[size_t(thread) * n_ctx], &ws.att[t * qd + h * hd]);
   });
@@ -115,6 +118,8 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
     if (e.pos < 0 || e.pos >= cache.n_ctx())
       throw Error("position " + std::to_string(e.pos) + " is beyond the context size " + std::to_string(cache.n_ctx()));
     if (e.pos > filled[size_t(e.seq)]) throw Error("position " + std::to_string(e.pos) + " leaves a gap in the KV cache");
+    if (!cache.mapped(e.seq, e.pos))
+      throw Error("position " + std::to_string(e.pos) + " of sequence " + std::to_string(e.seq) + " has no KV block");
     filled[size_t(e.seq)] = std::max(filled[size_t(e.seq)], e.pos + 1);
   }
 

@@ -95,8 +95,17 @@ std::string Metrics::render() const {
   counter("kvlab_requests_rejected_total", "Requests refused with 503 because the queue was full.", rejected_);
   gauge("kvlab_requests_running", "Requests holding a sequence slot.", g.running);
   gauge("kvlab_requests_waiting", "Requests queued for a sequence slot.", g.waiting);
-  gauge("kvlab_kv_cache_usage_ratio", "Fraction of KV cache positions in use.", g.kv_usage);
   gauge("kvlab_slots_total", "Sequence slots (--parallel).", g.slots);
+  gauge("kvlab_kv_cache_usage_ratio", "Fraction of KV cache blocks referenced by running requests.",
+        g.kv_blocks > 0 ? double(g.kv_blocks_used) / g.kv_blocks : 0.0);
+  gauge("kvlab_kv_cache_blocks_total", "KV cache blocks (16 positions each).", g.kv_blocks);
+  gauge("kvlab_kv_cache_blocks_used", "KV cache blocks referenced by running requests.", g.kv_blocks_used);
+  gauge("kvlab_kv_cache_blocks_cached", "Unreferenced KV cache blocks kept for prefix reuse (evictable).",
+        g.kv_blocks_cached);
+  counter("kvlab_prefix_cache_queries_total", "Admitted requests that looked up a cached prompt prefix.",
+          g.prefix_lookups);
+  counter("kvlab_prefix_cache_hits_total", "Admitted requests that reused at least one cached KV block.",
+          g.prefix_hits);
   queue_.render(out);
   ttft_.render(out);
   itl_.render(out);

@@ -1,6 +1,7 @@
 // Server metrics in the Prometheus text exposition format: latency
 // histograms (TTFT, inter-token, end-to-end, queue time), token and request
-// counters, and gauges (running / waiting requests, KV cache utilisation)
+// counters, and gauges (running / waiting requests, KV cache blocks, prefix
+// cache hits)
 // sampled from the scheduler when /metrics is scraped. Thread-safe.
 #pragma once
 #include <cstdint>
@@ -25,11 +26,16 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// Sampled from the scheduler at render time.
 struct Gauges {
   int running = 0;
   int waiting = 0;
-  double kv_usage = 0;  // used positions / (slots * n_ctx)
   int slots = 0;
+  int kv_blocks = 0;          // KV cache blocks in the pool
+  int kv_blocks_used = 0;     // referenced by running sequences
+  int kv_blocks_cached = 0;   // unreferenced, holding a reusable prefix
+  int64_t prefix_lookups = 0; // admissions that looked for a cached prefix
+  int64_t prefix_hits = 0;    // ... and reused at least one block
 };
 
 class Metrics {

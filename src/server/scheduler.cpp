@@ -67,6 +67,12 @@ SchedulerOptions checked(SchedulerOptions o) {
   if (o.n_seq < 1) throw Error("--parallel must be >= 1");
   if (o.n_ctx < 2) throw Error("context size must be >= 2");
   o.prefill_chunk = std::clamp(o.prefill_chunk, 1, o.n_ctx);
+  // At least one full context, or a long request could never be admitted.
+  const int min_blocks = kv::Cache::blocks_for(o.n_ctx);
+  if (o.kv_blocks <= 0) o.kv_blocks = o.n_seq * min_blocks;
+  if (o.kv_blocks < min_blocks)
+    throw Error("KV pool of " + std::to_string(o.kv_blocks) + " blocks cannot hold one context of " +
+                std::to_string(o.n_ctx) + " (needs " + std::to_string(min_blocks) + ")");
   return o;
 }
 }  // namespace
@@ -78,7 +84,8 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
       opt_(checked(opt)),
       metrics_(metrics),
       pool_(opt_.n_threads),
-      cache_(model.config(), opt_.n_ctx, opt_.n_seq, opt_.kv_type),
+      cache_(model.config(), opt_.n_ctx, opt_.n_seq, opt_.kv_type, opt_.kv_blocks),
+      blocks_(cache_),
       ws_(model.config(), opt_.prefill_chunk + opt_.n_seq, opt_.n_ctx, opt_.n_threads),
       logits_(size_t(model.config().n_vocab) * size_t(opt_.n_seq)),
       active_(size_t(opt_.n_seq)) {
@@ -125,7 +132,11 @@ Gauges Scheduler::gauges() const {
   }
   g.running = running_.load();
   g.slots = opt_.n_seq;
-  g.kv_usage = double(used_positions_.load()) / (double(opt_.n_seq) * double(opt_.n_ctx));
+  g.kv_blocks = opt_.kv_blocks;
+  g.kv_blocks_used = kv_used_.load();
+  g.kv_blocks_cached = kv_cached_.load();
+  g.prefix_lookups = prefix_lookups_.load();
+  g.prefix_hits = prefix_hits_.load();
   return g;
 }
 
@@ -147,7 +158,16 @@ void Scheduler::loop() {
   }
 }
 
-// Moves waiting requests into free slots (drops the ones cancelled while queued).
+void Scheduler::publish_kv_stats() {
+  const kv::BlockManager::Stats st = blocks_.stats();
+  kv_used_ = st.in_use;
+  kv_cached_ = st.cached;
+  prefix_lookups_ = st.lookups;
+  prefix_hits_ = st.hits;
+}
+
+// Moves waiting requests into free slots, in arrival order, while the KV pool
+// has blocks for them (drops the ones cancelled while queued).
 void Scheduler::admit() {
   std::lock_guard l(mu_);
   for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -161,6 +181,10 @@ void Scheduler::admit() {
   }
   for (size_t slot = 0; slot < active_.size() && !waiting_.empty(); ++slot) {
     if (active_[slot]) continue;
+    const GenRequest& head = waiting_.front().req;
+    const int budget = int(std::min<int64_t>(opt_.n_ctx, int64_t(head.prompt.size()) + std::max(head.max_tokens, 0)));
+    const std::optional<int> reused = blocks_.admit(int(slot), head.prompt, budget);
+    if (!reused) break;  // the head waits for blocks; nothing overtakes it
     Waiting w = std::move(waiting_.front());
     waiting_.pop_front();
     auto s = std::make_unique<Seq>();
@@ -170,19 +194,21 @@ void Scheduler::admit() {
     s->arrival = w.arrival;
     s->admitted = Clock::now();
     s->tokens = s->req.prompt;
+    s->n_past = s->n_cached = *reused;
     try {
       s->sampler = std::make_unique<sample::Sampler>(s->req.sampling);
     } catch (const std::exception& e) {
+      blocks_.release(int(slot));
       metrics_.request_finished("error");
       s->h->finish("error", e.what());
       continue;  // the slot stays free
     }
     s->decoder = std::make_unique<tokenizer::StreamDecoder>(tok_);
     metrics_.observe_queue(ms_between(s->arrival, s->admitted) / 1e3);
-    cache_.clear(int(slot));
     active_[slot] = std::move(s);
     ++running_;
   }
+  publish_kv_stats();
 }
 
 void Scheduler::step() {
@@ -221,23 +247,23 @@ void Scheduler::step() {
     for (auto& [s, n] : advanced) finish(*s, "error", e.what());
     return;
   }
-  for (auto& [s, n] : advanced) s->n_past += n;
+  for (auto& [s, n] : advanced) {
+    s->n_past += n;
+    blocks_.commit(s->slot, s->tokens, s->n_past);
+  }
 
   const size_t n_vocab = size_t(model_.config().n_vocab);
   for (size_t i = 0; i < owners.size(); ++i) {
     Seq& s = *owners[i];
     if (s.prefilling) {
       s.prefilling = false;
-      metrics_.add_tokens(int64_t(s.req.prompt.size()), 0);
+      metrics_.add_tokens(int64_t(s.req.prompt.size()), 0, s.n_cached);
     }
     const std::span<const float> row(logits_.data() + i * n_vocab, n_vocab);
     const int32_t id = s.sampler->sample(row, s.tokens);
     on_token(s, id);
   }
-  int64_t used = 0;
-  for (auto& s : active_)
-    if (s) used += cache_.used(s->slot);
-  used_positions_ = used;
+  publish_kv_stats();
 }
 
 void Scheduler::on_token(Seq& s, int32_t id) {
@@ -293,6 +319,7 @@ void Scheduler::finish(Seq& s, const std::string& reason, const std::string& err
   const auto now = Clock::now();
   Timings t;
   t.prompt_tokens = int(s.req.prompt.size());
+  t.cached_tokens = s.n_cached;
   t.completion_tokens = s.n_generated;
   t.queue_ms = ms_between(s.arrival, s.admitted);
   if (s.first_token != Clock::time_point{}) {
@@ -310,8 +337,8 @@ void Scheduler::finish(Seq& s, const std::string& reason, const std::string& err
   // still counted as running.
   std::shared_ptr<Handle> h = s.h;
   const int slot = s.slot;
-  used_positions_ -= cache_.used(slot);
-  cache_.clear(slot);
+  blocks_.release(slot);
+  publish_kv_stats();
   active_[size_t(slot)].reset();  // destroys s
   --running_;
   h->finish(reason, error);

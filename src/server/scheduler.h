@@ -5,6 +5,13 @@
 // long prompt does not stall running streams), runs one forward pass, samples
 // each sequence that produced logits and hands the new text to the request's
 // handle, which the HTTP handler thread waits on.
+//
+// KV memory is a pool of 16-position blocks (kv::BlockManager). A request is
+// admitted only when the pool can give it blocks for its whole budget
+// (prompt + max_tokens, capped by the context), so a running sequence never
+// runs out; otherwise it waits in FIFO order. At admission the longest cached
+// prefix of its prompt is mapped instead of recomputed (prefix caching), and
+// its own full blocks become reusable as they fill.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -18,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "kv/block_manager.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "server/metrics.h"
@@ -85,6 +93,7 @@ struct SchedulerOptions {
   int prefill_chunk = 128;   // prompt tokens per iteration (all prefilling sequences together)
   int max_queue = 64;        // waiting requests beyond the slots; more: rejected
   tensor::DType kv_type = tensor::DType::F16;
+  int kv_blocks = 0;         // KV pool size in 16-position blocks; 0: n_seq full contexts
 };
 
 class Scheduler {
@@ -114,6 +123,7 @@ class Scheduler {
     Clock::time_point arrival, admitted, first_token, last_token;
     std::vector<int32_t> tokens;  // prompt + generated
     int n_past = 0;               // positions in the KV cache
+    int n_cached = 0;             // prompt positions reused from the prefix cache
     int n_generated = 0;
     bool prefilling = true;
     std::unique_ptr<sample::Sampler> sampler;
@@ -129,6 +139,8 @@ class Scheduler {
   void on_token(Seq& s, int32_t id);
   void emit(Seq& s, bool final);
   void finish(Seq& s, const std::string& reason, const std::string& error = {});
+  // Copies the block manager's counters for gauges() (read by other threads).
+  void publish_kv_stats();
 
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
@@ -136,6 +148,7 @@ class Scheduler {
   Metrics& metrics_;
   kernels::ThreadPool pool_;
   kv::Cache cache_;
+  kv::BlockManager blocks_;
   model::Workspace ws_;
   std::vector<float> logits_;
   std::vector<model::BatchEntry> batch_;
@@ -145,7 +158,8 @@ class Scheduler {
   std::deque<Waiting> waiting_;
   std::vector<std::unique_ptr<Seq>> active_;  // index = slot; null when free
   std::atomic<int> running_{0};
-  std::atomic<int64_t> used_positions_{0};
+  std::atomic<int> kv_used_{0}, kv_cached_{0};
+  std::atomic<int64_t> prefix_lookups_{0}, prefix_hits_{0};
   bool stop_ = false;
   std::thread thread_;
 };

@@ -71,7 +71,7 @@ TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
   const server::Gauges g = sched.gauges();
   EXPECT_EQ(g.running, 0);
   EXPECT_EQ(g.waiting, 0);
-  EXPECT_EQ(g.kv_usage, 0);
+  EXPECT_EQ(g.kv_blocks_used, 0);
 }
 
 TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
@@ -112,6 +112,75 @@ TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
   EXPECT_EQ(b->wait_all().finish_reason, "cancelled");
   EXPECT_EQ(sched.gauges().running, 0);
   EXPECT_NE(metrics.render().find("kvlab_requests_total{finish_reason=\"cancelled\"} 2"), std::string::npos);
+}
+
+// Prefix caching: a request whose prompt starts with an earlier one's tokens
+// maps that request's KV blocks, and still produces exactly the text of a cold
+// single-sequence run (reused KV is bit-identical to recomputed KV).
+TEST(ServerScheduler, PrefixCacheReusesBlocksWithIdenticalOutput) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  server::Metrics metrics;
+  server::SchedulerOptions so;
+  so.n_seq = 2;
+  so.n_ctx = 256;
+  so.n_threads = 2;
+  so.prefill_chunk = 32;
+  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+
+  const std::string system = "You are a careful assistant. Answer briefly, in plain words, and cite no sources. ";
+  auto request = [&](const std::string& question) {
+    server::GenRequest r;
+    r.prompt = lm.tok->encode(system + system + question, true, true);
+    r.sampling.temperature = 0;
+    r.max_tokens = 8;
+    r.ignore_eos = true;
+    return r;
+  };
+  const server::GenRequest first = request("What is the capital of France?");
+  const server::GenRequest second = request("Name a large animal.");
+  ASSERT_GT(first.prompt.size(), 40u);
+  size_t common = 0;
+  while (first.prompt[common] == second.prompt[common]) ++common;
+
+  const server::Handle::Update cold = sched.submit(first)->wait_all();
+  auto again = sched.submit(first);
+  EXPECT_EQ(again->wait_all().text, cold.text);
+  EXPECT_EQ(again->timings().cached_tokens, int((first.prompt.size() - 1) / 16 * 16));
+  EXPECT_EQ(cold.text, session_greedy(*lm.model, *lm.tok, first.prompt, 8));
+
+  auto other = sched.submit(second);
+  EXPECT_EQ(other->wait_all().text, session_greedy(*lm.model, *lm.tok, second.prompt, 8));
+  EXPECT_EQ(other->timings().cached_tokens, int(common / 16 * 16));
+  EXPECT_GT(common / 16, 0u);
+
+  const server::Gauges g = sched.gauges();
+  EXPECT_EQ(g.kv_blocks_used, 0);
+  EXPECT_GT(g.kv_blocks_cached, 0);
+  EXPECT_EQ(g.prefix_lookups, 3);
+  EXPECT_EQ(g.prefix_hits, 2);
+}
+
+// A pool smaller than the slots' contexts: requests wait for blocks instead of
+// failing, and every one completes with the single-sequence text.
+TEST(ServerScheduler, BoundedKvPoolQueuesRequests) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  server::Metrics metrics;
+  server::SchedulerOptions so;
+  so.n_seq = 4;
+  so.n_ctx = 64;
+  so.n_threads = 2;
+  so.kv_blocks = 6;  // room for two budgets of 3 blocks (about 45 tokens) at a time
+  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  server::GenRequest r;
+  r.prompt = lm.tok->encode("Once upon a time", true, true);
+  r.sampling.temperature = 0;
+  r.max_tokens = 40;
+  r.ignore_eos = true;
+  std::vector<std::shared_ptr<server::Handle>> hs;
+  for (int i = 0; i < 3; ++i) hs.push_back(sched.submit(r));
+  const std::string want = session_greedy(*lm.model, *lm.tok, r.prompt, 40);
+  for (auto& h : hs) EXPECT_EQ(h->wait_all().text, want);
+  EXPECT_EQ(sched.gauges().kv_blocks_used, 0);
 }
 
 server::ApiError parse_error(server::Endpoint ep, const std::string& body) {

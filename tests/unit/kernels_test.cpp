@@ -214,6 +214,43 @@ TEST(Ops, SoftmaxAndSilu) {
   EXPECT_FLOAT_EQ(g[1], 2 / (1 + std::exp(-2.f)));
 }
 
+// The paged view reads the same rows as a contiguous one: 40 positions in
+// 16-row blocks stored out of order give exactly the contiguous result.
+TEST(Attention, PagedBlocksEqualContiguousRows) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
+    const size_t hd = 32, n = 40, bt = 16;
+    const auto& info = tensor::dtype_info(t);
+    const size_t row = *tensor::row_bytes(t, hd);
+    std::vector<uint8_t> k(n * row), v(n * row);
+    for (size_t j = 0; j < n; ++j) {
+      std::vector<float> kr(hd), vr(hd);
+      for (size_t d = 0; d < hd; ++d) {
+        kr[d] = std::sin(float(j * hd + d));
+        vr[d] = std::cos(float(3 * j + d));
+      }
+      info.quantize(kr.data(), k.data() + j * row, hd);
+      info.quantize(vr.data(), v.data() + j * row, hd);
+    }
+    // Physical blocks 0..3; logical blocks 0, 1, 2 live in 3, 0, 2.
+    const int32_t table[] = {3, 0, 2};
+    std::vector<uint8_t> pk(4 * bt * row), pv(4 * bt * row);
+    for (size_t j = 0; j < n; ++j) {
+      const size_t at = (size_t(table[j / bt]) * bt + j % bt) * row;
+      std::copy_n(k.data() + j * row, row, pk.data() + at);
+      std::copy_n(v.data() + j * row, row, pv.data() + at);
+    }
+    std::vector<float> q(hd), a(hd), b(hd), scores(n);
+    for (size_t d = 0; d < hd; ++d) q[d] = float(d % 5) - 2.f;
+    std::vector<float> conv(hd);
+    for (int n_pos : {1, 16, 17, 40}) {
+      attend(q.data(), KvView{k.data(), v.data(), row, t}, n_pos, hd, 0.3f, conv.data(), scores.data(), a.data());
+      KvView paged{pk.data(), pv.data(), row, t, table, int(bt), bt * row};
+      attend(q.data(), paged, n_pos, hd, 0.3f, conv.data(), scores.data(), b.data());
+      EXPECT_EQ(a, b) << info.name << " n_pos " << n_pos;
+    }
+  }
+}
+
 // One-hot keys: the query matches position 2 only, so the output is V[2].
 TEST(Attention, OneHotKeysSelectTheirValue) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
