@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end tests of `kvlab serve` with the official openai Python client.
+# End-to-end tests of `kvlab serve` with the official openai Python client,
+# and of its web page in headless Chromium (Selenium, Debian's chromedriver).
 # Creates/uses a venv in ~/.cache/kvlab/e2e-venv, starts the server on a free
 # loopback port, waits for /health, runs pytest, and always stops the server.
 #   tests/e2e/run.sh [pytest args]     KVLAB_BIN=build-x/kvlab to test another build
@@ -12,7 +13,8 @@ VENV=${KVLAB_E2E_VENV:-$HOME/.cache/kvlab/e2e-venv}
 [ -x "$KVLAB_BIN" ] || { echo "run.sh: $KVLAB_BIN not found (build first or set KVLAB_BIN)" >&2; exit 1; }
 [ -f "$KVLAB_E2E_MODEL" ] || { echo "run.sh: $KVLAB_E2E_MODEL not found (scripts/setup.sh)" >&2; exit 1; }
 if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
-"$VENV/bin/python" -c "import openai, pytest, requests" 2>/dev/null || "$VENV/bin/pip" install -q openai pytest requests
+"$VENV/bin/python" -c "import openai, pytest, requests, selenium" 2>/dev/null ||
+  "$VENV/bin/pip" install -q openai pytest requests selenium
 
 free_port() { "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)

@@ -336,3 +336,16 @@ def test_queue_full_503(keyed_server):
     assert r.headers.get("Retry-After") == "1"
     running.close()
     queued.close()
+
+
+def test_web_routes_and_api_key(keyed_server):
+    # The page loads without the key (a browser cannot send it when navigating); its API calls need it.
+    assert requests.get(keyed_server + "/", timeout=10).status_code == 200
+    assert requests.get(keyed_server + "/static/app.js", timeout=10).status_code == 200
+    check_error(requests.get(keyed_server + "/api/catalog", timeout=10), 401, code="invalid_api_key")
+    check_error(requests.get(keyed_server + "/api/race", params={"prompt": "hi", "n": 1}, timeout=10), 401)
+    check_error(requests.post(keyed_server + "/api/phases", json={"prompt": "hi", "n": 1}, timeout=10), 401)
+    headers = {"Authorization": "Bearer sekrit"}
+    assert requests.get(keyed_server + "/api/catalog", headers=headers, timeout=10).status_code == 200
+    r = requests.get(keyed_server + "/api/race", params={"prompt": "hi", "n": 1}, headers=headers, timeout=60)
+    assert r.status_code == 200 and r.text.rstrip().endswith("data: [DONE]")
