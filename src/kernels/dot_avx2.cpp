@@ -97,7 +97,10 @@ float dot_bf16(const void* w, const void* a, size_t n) {
 // operations of the 1x1 kernel in the same order, so results do not depend on
 // NR or NT (a token's logits do not depend on its batch). NT > 1 (prefill)
 // decodes each weight block once for NT tokens; NR > 1 (decode) runs NR
-// independent FMA chains, hiding their latency while the rows stream in.
+// independent FMA chains, hiding their latency while the rows stream in, and
+// prefetches the next NR rows at the same column: one row group ahead keeps
+// DRAM busy while this group is multiplied (the 49152 x 576 q8_0 LM head,
+// 30 MB, went from ~5.0 to ~2.2-2.8 ms on one thread).
 // `unpack` returns a weight block's 32 values as bytes, `product` multiplies
 // them with 32 activation bytes into 8 int32 sums (as float), `offset` adds a
 // block's constant term (Q4_1's minimum).
@@ -111,6 +114,7 @@ inline void dot_blocks(const uint8_t* w, size_t w_stride, const uint8_t* act, si
   for (size_t b = 0; b < n / kQK; ++b) {
     for (int r = 0; r < NR; ++r) {
       const WBlock& x = reinterpret_cast<const WBlock*>(w + size_t(r) * w_stride)[b];
+      if constexpr (NR > 1) _mm_prefetch(reinterpret_cast<const char*>(&x) + NR * w_stride, _MM_HINT_T0);
       const __m256i qx = unpack(x);
       const float dx = h2f(x.d);
       for (int t = 0; t < NT; ++t) {
