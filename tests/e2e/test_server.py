@@ -176,6 +176,25 @@ def test_burst_more_requests_than_slots():
     assert m["kvlab_requests_running"] == 0 and m["kvlab_requests_waiting"] == 0
 
 
+def test_prefix_cache_multi_turn(client):
+    # Turn 2 of a chat repeats turn 1's prompt: its whole 16-token blocks come
+    # from the prefix cache (never the last prompt token), and the reply
+    # equals the one computed cold for the same messages.
+    system = {"role": "system", "content": "You are a terse assistant. " * 8}
+    turn1 = [system, {"role": "user", "content": "Name a planet."}]
+    a = client.chat.completions.create(model=MODEL_ID, messages=turn1, max_tokens=8, temperature=0)
+    b = client.chat.completions.create(model=MODEL_ID, messages=turn1, max_tokens=8, temperature=0)
+    assert b.choices[0].message.content == a.choices[0].message.content
+    assert b.usage.prompt_tokens_details.cached_tokens == (a.usage.prompt_tokens - 1) // 16 * 16 > 0
+    turn2 = turn1 + [{"role": "assistant", "content": a.choices[0].message.content},
+                     {"role": "user", "content": "And another?"}]
+    c = client.chat.completions.create(model=MODEL_ID, messages=turn2, max_tokens=8, temperature=0)
+    assert c.usage.prompt_tokens_details.cached_tokens >= b.usage.prompt_tokens_details.cached_tokens
+    _, m = metrics()
+    assert m["kvlab_prefix_cache_hits_total"] >= 2
+    assert m["kvlab_kv_cache_blocks_used"] == 0
+
+
 def test_metrics():
     text, m = metrics()
     for h in ("kvlab_time_to_first_token_seconds", "kvlab_inter_token_latency_seconds",
@@ -185,6 +204,8 @@ def test_metrics():
     assert m["kvlab_prompt_tokens_total"] > 0 and m["kvlab_generation_tokens_total"] > 0
     assert m["kvlab_requests_running"] == 0 and m["kvlab_requests_waiting"] == 0
     assert 0 <= m["kvlab_kv_cache_usage_ratio"] <= 1
+    assert m["kvlab_kv_cache_blocks_total"] > 0
+    assert m["kvlab_prefix_cache_queries_total"] >= m["kvlab_prefix_cache_hits_total"]
 
 
 def test_disconnect_mid_stream_frees_slot():
