@@ -65,6 +65,7 @@ void serve(const ServeOptions& o) {
   });
   sig.detach();
   std::thread listener([&http] { http->listen(); });
+  http->wait_until_listening();  // so that a failed load below can stop it
   std::fprintf(stderr, "kvlab serve: listening on http://%s:%d (loading %s)\n", o.host.c_str(), o.port, path.c_str());
 
   Loaded l;

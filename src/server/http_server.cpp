@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "common/error.h"
 #include "perf/diagnose.h"
@@ -183,6 +184,9 @@ int HttpServer::bind() {
 }
 
 void HttpServer::listen() { svr_->listen_after_bind(); }
+void HttpServer::wait_until_listening() const {
+  while (!svr_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 void HttpServer::stop() {
   // Ends running streams first, so the HTTP workers can finish and join.
   if (ready_) sched_->shutdown();

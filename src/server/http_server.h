@@ -38,6 +38,10 @@ class HttpServer {
   int bind();
   // Serves until stop(); blocking.
   void listen();
+  // Blocks until listen() (on another thread) is accepting connections. A
+  // stop() issued before that moment would be lost and listen() would never
+  // return, so whoever may stop early waits for this first.
+  void wait_until_listening() const;
   void stop();
   // Takes the loaded model (kept alive by the caller) and starts the scheduler
   // with `n_ctx` positions per slot.

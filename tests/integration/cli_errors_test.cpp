@@ -3,6 +3,7 @@
 // "kvlab: error: <file>: <what is wrong>", and never a crash or a hang.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -178,10 +179,16 @@ TEST(CliErrors, BadOptions) {
   EXPECT_EQ(r.err, "kvlab: error: give exactly one of -p PROMPT or -f FILE\n");
   r = run_kvlab("frobnicate");
   EXPECT_NE(r.status, 0);
+  // serve: a KV pool too small for one context is refused once the model is
+  // loaded (after the "listening" line), not discovered by a request later.
+  r = run_kvlab("serve -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf -c 128 --kv-blocks 3" +
+                " --port " + std::to_string(20000 + ::getpid() % 20000));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.err.ends_with("kvlab: error: KV pool of 3 blocks cannot hold one context of 128 (needs 8)\n")) << r.err;
 }
 
 TEST(CliErrors, EverySubcommandHasHelp) {
-  for (const char* cmd : {"run", "tokenize", "info", "demo", "bench", "quantize", "simulate", "diagnose"}) {
+  for (const char* cmd : {"run", "tokenize", "info", "demo", "bench", "quantize", "simulate", "diagnose", "probe", "serve"}) {
     const Result r = run_kvlab(std::string(cmd) + " --help");
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.out.find("Usage:"), std::string::npos) << cmd;
