@@ -170,6 +170,7 @@ Hardware hardware_from_profile(const HwProfile& p, std::string_view origin) {
   h.memory = "system RAM";
   h.source = "kvlab probe, " + p.date + " (" + std::string(origin) + ")";
   h.compute_note = "measured by kvlab probe: FMA and int8-dot loops on all threads";
+  h.kernels = p.kernels;
   return h;
 }
 

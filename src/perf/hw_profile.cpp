@@ -1,6 +1,7 @@
 #include "perf/hw_profile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,7 +41,49 @@ uint64_t optional_bytes(const json& j, const char* key) {
   return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 0;
 }
 
+double non_negative(const json& j, std::string_view origin, const char* key) {
+  if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() >= 0))
+    field_error(origin, key, "missing or not a non-negative number");
+  return j[key].get<double>();
+}
+
+KernelRates parse_kernels(const json& j, std::string_view origin) {
+  if (!j.is_object()) field_error(origin, "kernels", "must be an object");
+  const std::string where = std::string(origin) + ": kernels";
+  KernelRates k;
+  k.threads = positive_int(j, where, "threads");
+  k.dispatch_s = non_negative(j, where, "dispatch_s");
+  k.elementwise_flops_per_s = positive_number(j, where, "elementwise_flops_per_s");
+  if (!j.contains("matmul") || !j["matmul"].is_array()) field_error(where, "matmul", "missing or not an array");
+  for (const json& e : j["matmul"]) {
+    if (!e.is_object()) field_error(where, "matmul", "entries must be objects");
+    k.matmul.push_back({text(e, where, "weights"), positive_number(e, where, "gemv_bytes_per_s"),
+                        non_negative(e, where, "gemv_row_s"), positive_number(e, where, "gemm_ops_per_s")});
+  }
+  if (!j.contains("attention") || !j["attention"].is_array()) field_error(where, "attention", "missing or not an array");
+  for (const json& e : j["attention"]) {
+    if (!e.is_object()) field_error(where, "attention", "entries must be objects");
+    k.attention.push_back({text(e, where, "kv"), positive_int(e, where, "head_dim"),
+                           positive_number(e, where, "decode_flops_per_s"),
+                           positive_number(e, where, "prefill_flops_per_s")});
+  }
+  return k;
+}
+
 }  // namespace
+
+const MatmulRate* KernelRates::find_matmul(std::string_view weights) const {
+  for (const MatmulRate& m : matmul)
+    if (m.weights == weights) return &m;
+  return nullptr;
+}
+
+const AttentionRate* KernelRates::find_attention(std::string_view kv, int head_dim) const {
+  const AttentionRate* best = nullptr;
+  for (const AttentionRate& a : attention)
+    if (a.kv == kv && (!best || std::abs(a.head_dim - head_dim) < std::abs(best->head_dim - head_dim))) best = &a;
+  return best;
+}
 
 double HwProfile::best_read_bw() const {
   double best = 0;
@@ -91,13 +134,14 @@ HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin) 
       field_error(origin, "peak_int8_ops", "must be a non-negative number");
     p.peak_int8_ops = j["peak_int8_ops"].get<double>();
   }
+  if (j.contains("kernels")) p.kernels = parse_kernels(j["kernels"], origin);
   return p;
 }
 
 std::string hw_profile_to_json(const HwProfile& p) {
   json bw = json::array();
   for (const BandwidthPoint& b : p.mem_read_bw) bw.push_back({{"threads", b.threads}, {"bytes_per_s", b.bytes_per_s}});
-  const json j = {{"format", kHwProfileFormat},
+  json j = {{"format", kHwProfileFormat},
                   {"date", p.date},
                   {"cpu_model", p.cpu_model},
                   {"cores", p.cores},
@@ -108,6 +152,24 @@ std::string hw_profile_to_json(const HwProfile& p) {
                   {"mem_read_bw", bw},
                   {"peak_fp32_flops", p.peak_fp32_flops},
                   {"peak_int8_ops", p.peak_int8_ops}};
+  if (p.kernels) {
+    json mm = json::array(), att = json::array();
+    for (const MatmulRate& m : p.kernels->matmul)
+      mm.push_back({{"weights", m.weights},
+                    {"gemv_bytes_per_s", m.gemv_bytes_per_s},
+                    {"gemv_row_s", m.gemv_row_s},
+                    {"gemm_ops_per_s", m.gemm_ops_per_s}});
+    for (const AttentionRate& a : p.kernels->attention)
+      att.push_back({{"kv", a.kv},
+                     {"head_dim", a.head_dim},
+                     {"decode_flops_per_s", a.decode_flops_per_s},
+                     {"prefill_flops_per_s", a.prefill_flops_per_s}});
+    j["kernels"] = {{"threads", p.kernels->threads},
+                    {"matmul", mm},
+                    {"attention", att},
+                    {"elementwise_flops_per_s", p.kernels->elementwise_flops_per_s},
+                    {"dispatch_s", p.kernels->dispatch_s}};
+  }
   return j.dump(2) + "\n";
 }
 

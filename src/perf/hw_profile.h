@@ -19,12 +19,24 @@
 //       { "threads": 1, "bytes_per_s": 2.1e10 },
 //       { "threads": 96, "bytes_per_s": 3.6e11 } ],
 //     "peak_fp32_flops": 7.1e12,               // measured FMA throughput, all threads
-//     "peak_int8_ops": 2.8e13                  // measured int8 dot throughput, all threads;
+//     "peak_int8_ops": 2.8e13,                 // measured int8 dot throughput, all threads;
 //                                              // 0 when not measured
+//     "kernels": {                             // optional: kvlab's own kernels, all threads
+//       "threads": 96,
+//       "matmul": [ { "weights": "q4_1",       // per weight dtype the engine has
+//                     "gemv_bytes_per_s": 3.1e11,  // decode (1 token): weights streamed from DRAM
+//                     "gemv_row_s": 2e-9,          // + this per weight row (fixed cost of a row)
+//                     "gemm_ops_per_s": 9e12 } ],  // prefill (64 tokens, weights in cache), 2 op/MAC
+//       "attention": [ { "kv": "f16", "head_dim": 64,   // (4·head_dim + 6) FLOP per query-key pair
+//                        "decode_flops_per_s": 3e11,    // one token, 4096 positions
+//                        "prefill_flops_per_s": 4e11 } ],  // 64 tokens, 512 positions
+//       "elementwise_flops_per_s": 1e11,       // norms, RoPE, SiLU·up, residual adds
+//       "dispatch_s": 5e-7 }                   // one thread-pool job: publish, wake, join
 //   }
 // Unknown keys are ignored, so later probes can add fields.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +50,35 @@ struct BandwidthPoint {
   double bytes_per_s = 0;
 };
 
+// kvlab's own kernels timed by `kvlab probe` (docs/probe.md, "Engine kernels"):
+// what the simulator's efficiencies for "this" machine are computed from.
+struct MatmulRate {
+  std::string weights;          // weight dtype name ("q4_1")
+  double gemv_bytes_per_s = 0;  // one-token matmul, weights from DRAM, long rows
+  double gemv_row_s = 0;        // fixed seconds per weight row on top of the bytes
+  double gemm_ops_per_s = 0;    // 64-token matmul, weights in cache; 2 op per multiply-add
+};
+
+// Counted as perf::Cost counts attention: 4·head_dim + 6 FLOP per query-key pair.
+struct AttentionRate {
+  std::string kv;  // KV cache dtype name ("f16")
+  int head_dim = 0;
+  double decode_flops_per_s = 0;   // one token per sequence, a long context (K and V beyond L2)
+  double prefill_flops_per_s = 0;  // 64 tokens over a short context (K and V in L2)
+};
+
+struct KernelRates {
+  int threads = 0;  // thread-pool size they were measured with
+  std::vector<MatmulRate> matmul;
+  std::vector<AttentionRate> attention;
+  double elementwise_flops_per_s = 0;  // a layer's norms, RoPE, SiLU·up and residual adds
+  double dispatch_s = 0;               // one ThreadPool::run of trivial tasks on all threads
+
+  const MatmulRate* find_matmul(std::string_view weights) const;
+  // The entry for `kv` whose head_dim is closest to `head_dim`; nullptr if none.
+  const AttentionRate* find_attention(std::string_view kv, int head_dim) const;
+};
+
 struct HwProfile {
   std::string date;
   std::string cpu_model;
@@ -49,6 +90,7 @@ struct HwProfile {
   std::vector<BandwidthPoint> mem_read_bw;
   double peak_fp32_flops = 0;
   double peak_int8_ops = 0;
+  std::optional<KernelRates> kernels;  // absent in profiles written before kernels were probed
 
   double best_read_bw() const;  // the highest point of mem_read_bw
 };

@@ -562,6 +562,12 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   };
   progress("probe: int8 dot (" + r.int8_method + "): 1 thread " + ops(i8.one) + ", " + thread_word(n) + " " +
            ops(i8.all));
+
+  // ---- kvlab's kernels: a stream several times the L3 (at least 128 MiB, so
+  // small-L3 machines still read from DRAM), no bigger than the bandwidth
+  // buffer, which was sized to the free memory.
+  p.kernels = measure_engine_kernels(n, std::min<uint64_t>(r.bw_buffer_bytes, std::max(128 * MiB, 4 * p.l3_bytes)),
+                                     opt.quick, opt.progress);
   if (n < p.threads) r.notes.push_back("measured on " + thread_word(n) + " of " + std::to_string(p.threads));
   r.seconds = seconds_since(start);
   return r;
@@ -674,6 +680,34 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
   o << "\nRidge point: peak / best read bandwidth (" << fmt_bandwidth(bw)
     << "); a kernel doing fewer operations per byte read from memory is bandwidth-bound. "
        "int8 op = 2 per int8 multiply-add.\n";
+  if (p.kernels) {
+    const KernelRates& k = *p.kernels;
+    o << "\n### kvlab's kernels (" << thread_word(k.threads)
+      << ", the median of a few runs)\n\nMatmul, decode: one token, weights streamed from DRAM: time = bytes / "
+         "rate + rows x per-row cost. Prefill: 64 tokens, weights in cache. Fractions are of the read bandwidth "
+         "and of the peak of the arithmetic the kernel uses (int8 dot for q8_0/q4_x, fp32 FMA otherwise).\n\n"
+      << "| weights | decode rate | of read bandwidth | per row | prefill rate | of peak |\n"
+      << "|---|---:|---:|---:|---:|---:|\n";
+    for (const MatmulRate& r : k.matmul) {
+      const bool integer = r.weights.rfind("q", 0) == 0;
+      const double peak = integer ? p.peak_int8_ops : p.peak_fp32_flops;
+      o << "| " << r.weights << " | " << fmt_bandwidth(r.gemv_bytes_per_s) << " | "
+        << (bw > 0 ? fmt_num(100 * r.gemv_bytes_per_s / bw, 2) + "%" : std::string("-")) << " | "
+        << fmt_seconds(r.gemv_row_s) << " | " << (integer ? ops(r.gemm_ops_per_s) : fmt_flops(r.gemm_ops_per_s))
+        << " | " << (peak > 0 ? fmt_num(100 * r.gemm_ops_per_s / peak, 2) + "%" : std::string("-")) << " |\n";
+    }
+    auto of_fp32 = [&](double v) { return fmt_num(100 * v / p.peak_fp32_flops, 2) + "%"; };
+    o << "\nAttention (4·head_dim + 6 FLOP per query-key pair): decode is one token over 4096 positions, "
+         "prefill 64 tokens over 512.\n\n"
+      << "| KV cache | head_dim | decode | of fp32 peak | prefill | of fp32 peak |\n|---|---:|---:|---:|---:|---:|\n";
+    for (const AttentionRate& a : k.attention)
+      o << "| " << a.kv << " | " << a.head_dim << " | " << fmt_flops(a.decode_flops_per_s) << " | "
+        << of_fp32(a.decode_flops_per_s) << " | " << fmt_flops(a.prefill_flops_per_s) << " | "
+        << of_fp32(a.prefill_flops_per_s) << " |\n";
+    o << "\nElement-wise ops (norms, RoPE, SiLU·up, residual adds): " << fmt_flops(k.elementwise_flops_per_s) << ", "
+      << of_fp32(k.elementwise_flops_per_s) << " of the fp32 peak. Thread pool: " << fmt_seconds(k.dispatch_s)
+      << " per job.\n";
+  }
   if (m && !m->notes.empty()) {
     o << "\nNotes:\n";
     for (const std::string& n : m->notes) o << "- " << n << "\n";

@@ -13,7 +13,10 @@
 //    (AVX2: vpmaddubsw + vpmaddwd; AVX-512 VNNI: vpdpbusd), 2 op (multiply,
 //    add) per int8 multiply-add;
 //  - caches from sysfs (fallback: sysconf), cores from sysfs topology, the
-//    CPU brand string, installed memory from /proc/meminfo.
+//    CPU brand string, installed memory from /proc/meminfo;
+//  - kvlab's own matmul and attention kernels and thread pool, on all
+//    threads (measure_engine_kernels): what the simulator's efficiencies for
+//    "this" machine are computed from.
 //
 // The per-ISA loops live in probe_scalar.cpp, probe_avx2.cpp and
 // probe_avx512.cpp (compiled with their own target flags, chosen at run time
@@ -92,6 +95,14 @@ std::vector<int> bandwidth_thread_counts(int n, int cores);
 
 // Runs every measurement (seconds; progress through opt.progress).
 ProbeResult run_probe(const ProbeOptions& opt = {});
+
+// kvlab's own kernels on a `threads`-thread pool (probe_engine.cpp): the
+// matmul of every weight dtype, decode-shaped (one token, weights streamed
+// from a buffer of `stream_bytes`, which should be several times the L3) and
+// prefill-shaped (64 tokens, weights in cache); attention per KV dtype and
+// head width; the thread pool's cost per job. Best of a few runs each.
+KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quick,
+                                   const std::function<void(const std::string&)>& progress);
 
 // Fails early, on one line, when `path` cannot receive the profile: creates
 // its parent directories and checks that a file can be created next to it.

@@ -87,6 +87,36 @@ TEST(PerfHwProfile, ParsesAndRoundTrips) {
   EXPECT_DOUBLE_EQ(q.peak_int8_ops, 6e11);
 }
 
+TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
+  EXPECT_FALSE(parse_hw_profile(kProfile, "test").kernels);  // a profile from before kernels were probed
+  std::string text = kProfile;
+  text.insert(text.rfind('}'), R"(, "kernels": {"threads": 4, "dispatch_s": 5e-7, "elementwise_flops_per_s": 3e9,
+    "matmul": [{"weights": "q4_1", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemm_ops_per_s": 6e10}],
+    "attention": [{"kv": "f16", "head_dim": 64, "decode_flops_per_s": 1e10, "prefill_flops_per_s": 1.5e10},
+                  {"kv": "f16", "head_dim": 128, "decode_flops_per_s": 2e10, "prefill_flops_per_s": 2.5e10}]})");
+  const HwProfile p = parse_hw_profile(text, "test");
+  ASSERT_TRUE(p.kernels);
+  EXPECT_EQ(p.kernels->threads, 4);
+  EXPECT_DOUBLE_EQ(p.kernels->dispatch_s, 5e-7);
+  EXPECT_DOUBLE_EQ(p.kernels->elementwise_flops_per_s, 3e9);
+  ASSERT_NE(p.kernels->find_matmul("q4_1"), nullptr);
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemv_row_s, 2e-8);
+  EXPECT_EQ(p.kernels->find_matmul("q8_0"), nullptr);
+  EXPECT_EQ(p.kernels->find_attention("f16", 96)->head_dim, 64);  // ties go to the first
+  EXPECT_EQ(p.kernels->find_attention("f16", 120)->head_dim, 128);
+  EXPECT_EQ(p.kernels->find_attention("q8_0", 64), nullptr);
+  const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "round trip");
+  EXPECT_EQ(hw_profile_to_json(q), hw_profile_to_json(p));
+  // "this" carries them to the simulator.
+  const test::ScratchDir dir;
+  const std::string path = dir.file("profile.json");
+  std::ofstream(path) << text;
+  EXPECT_DOUBLE_EQ(find_hardware("this", path).kernels->attention[1].prefill_flops_per_s, 2.5e10);
+  text.replace(text.find("\"gemm_ops_per_s\": 6e10"), 22, "\"gemm_ops_per_s\": -1");
+  EXPECT_EQ(error_of([&] { parse_hw_profile(text, "p.json"); }),
+            "p.json: kernels: field 'gemm_ops_per_s' missing or not a positive number");
+}
+
 TEST(PerfHwProfile, RejectsBadFieldsByName) {
   EXPECT_EQ(error_of([] { parse_hw_profile(R"({"format": "other"})", "p.json"); }),
             "p.json: field 'format' must be \"kvlab-hw-profile/1\"");

@@ -250,9 +250,32 @@ TEST(Probe, QuickProbeFillsEveryField) {
   }
   EXPECT_FALSE(r.fp32_method.empty());
   EXPECT_FALSE(r.int8_method.empty());
+  // kvlab's kernels: every weight dtype, every KV dtype at two head widths.
+  ASSERT_TRUE(p.kernels);
+  EXPECT_EQ(p.kernels->threads, p.threads);
+  EXPECT_EQ(p.kernels->matmul.size(), 6u);
+  EXPECT_EQ(p.kernels->attention.size(), 6u);
+  for (const char* w : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"}) {
+    const MatmulRate* m = p.kernels->find_matmul(w);
+    ASSERT_NE(m, nullptr) << w;
+    for (double v : {m->gemv_bytes_per_s, m->gemm_ops_per_s}) {
+      EXPECT_TRUE(std::isfinite(v)) << w;
+      EXPECT_GT(v, 0) << w;
+    }
+    EXPECT_GE(m->gemv_row_s, 0) << w;
+  }
+  for (const AttentionRate& a : p.kernels->attention)
+    for (double v : {a.decode_flops_per_s, a.prefill_flops_per_s}) {
+      EXPECT_TRUE(std::isfinite(v)) << a.kv;
+      EXPECT_GT(v, 0) << a.kv;
+    }
+  EXPECT_TRUE(std::isfinite(p.kernels->elementwise_flops_per_s));
+  EXPECT_GT(p.kernels->elementwise_flops_per_s, 0);
+  EXPECT_GT(p.kernels->dispatch_s, 0);
   // What it measured is a valid profile.
   const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "probe");
   EXPECT_EQ(q.mem_read_bw.size(), p.mem_read_bw.size());
+  EXPECT_EQ(hw_profile_to_json(q), hw_profile_to_json(p));
 }
 
 // Every ISA this CPU can run: the loops return finite values and the op

@@ -1,0 +1,234 @@
+// `kvlab probe`, part two: kvlab's own kernels on this machine, the figures the
+// simulator's efficiencies for "this" come from (docs/probe.md, "Engine
+// kernels"; docs/perf-model.md section 6). The peaks of probe.cpp say what the
+// hardware can do; these say what the engine's matmul and attention kernels
+// get out of it, measured in isolation, never from a whole model run.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "common/error.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/thread_pool.h"
+#include "kv/cache.h"
+#include "perf/probe.h"
+#include "perf/units.h"
+#include "tensor/dtype.h"
+
+namespace kvlab::perf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The weight dtypes the engine has dot kernels for, and its KV cache dtypes.
+constexpr tensor::DType kWeightTypes[] = {tensor::DType::F32,  tensor::DType::F16,  tensor::DType::BF16,
+                                          tensor::DType::Q8_0, tensor::DType::Q4_0, tensor::DType::Q4_1};
+constexpr tensor::DType kKvTypes[] = {tensor::DType::F32, tensor::DType::F16, tensor::DType::Q8_0};
+constexpr int kHeadDims[] = {64, 128};
+
+// GEMV rows: long rows price the bytes, short rows the fixed cost of a row.
+// Both shapes hold the same bytes per matrix, so they make as many matmul
+// calls and differ only in rows per byte (8x).
+constexpr size_t kLongCols = 4096, kLongRows = 512;
+constexpr size_t kShortCols = 512, kShortRows = 4096;
+// GEMM: one 64-token tile (the engine's kTokenTile) against a 1024 x 1024
+// matrix that stays in cache between calls, as a prefill chunk's weights do
+// across its token tiles.
+constexpr size_t kGemmDim = 1024, kGemmTokens = 64;
+// Attention, in kvlab's paged layout (blocks of kv::Cache::kBlockTokens
+// positions), query heads in groups of 4 per KV head (GQA), one pool task per
+// (token, head) as the engine runs it, 4 heads per thread:
+//  prefill-shaped: 64 tokens over 512 positions (a head's K and V in L2);
+//  decode-shaped:  one token over 4096 positions (0.5-1 MiB per KV head: L3).
+constexpr int kAttnGroup = 4, kAttnPrefillTokens = 64, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
+// Element-wise ops of a layer, per token, at a llama width (d 1024, d_ff 2816,
+// 16 + 4 heads of 64): 2 RMSNorms, RoPE on q and k, SiLU·up, 2 residual adds,
+// one pool job each over 64 tokens, as the engine runs them.
+constexpr size_t kEwDim = 1024, kEwFf = 2816, kEwHeads = 20, kEwHeadDim = 64, kEwTokens = 64;
+
+struct Timer {
+  int min_runs, max_runs;
+  double max_s;
+  // Runs fn up to max_runs times (at least min_runs, no new run after max_s)
+  // and returns the median, seconds. Unlike the peaks (the best window: what
+  // the hardware can do), these become efficiencies that predict typical
+  // runs, so they are typical runs.
+  template <class F>
+  double median(const F& fn) const {
+    const Clock::time_point start = Clock::now();
+    std::vector<double> s;
+    for (int i = 0; i < max_runs; ++i) {
+      const Clock::time_point t0 = Clock::now();
+      fn();
+      s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      if (i + 1 >= min_runs && std::chrono::duration<double>(Clock::now() - start).count() > max_s) break;
+    }
+    std::sort(s.begin(), s.end());
+    return s[s.size() / 2];
+  }
+};
+
+// `bytes` of valid encoded weights: one row of 4096 random values in [-1, 1)
+// encoded in `t`, repeated. Rows of any width (a whole number of blocks) cut
+// from it are valid rows, and no value is denormal, infinite or NaN.
+void fill_weights(tensor::DType t, uint8_t* p, size_t bytes) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(t);
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> row(kLongCols);
+  for (float& v : row) v = u(rng);
+  const size_t rb = *tensor::row_bytes(t, kLongCols);
+  info.quantize(row.data(), p, kLongCols);
+  for (size_t off = rb; off < bytes; off += rb) std::memcpy(p + off, p, std::min(rb, bytes - off));
+}
+
+MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kernels::ThreadPool& pool,
+                          const Timer& timer) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(t);
+  MatmulRate r;
+  r.weights = std::string(info.name);
+  kernels::MatmulScratch scratch;
+  std::vector<float> x(kGemmTokens * kGemmDim, 0.5f), y(kGemmTokens * std::max(kGemmDim, kShortRows));
+  fill_weights(t, buf, buf_bytes);
+
+  // One pass over the whole buffer (>= 2 x L3, so from DRAM) as matrices of
+  // `rows` x `cols`, one token each: the decode matmul.
+  auto pass = [&](size_t rows, size_t cols) {
+    const size_t mat = rows * *tensor::row_bytes(t, cols), n = buf_bytes / mat;
+    const double s = timer.median([&] {
+      for (size_t i = 0; i < n; ++i)
+        kernels::matmul({t, buf + i * mat, rows, cols, mat / rows}, x.data(), 1, y.data(), pool, scratch);
+    });
+    return std::pair<double, double>{s, double(n * rows)};  // seconds, rows per pass
+  };
+  const size_t pass_bytes = buf_bytes / (kLongRows * *tensor::row_bytes(t, kLongCols)) *
+                            (kLongRows * *tensor::row_bytes(t, kLongCols));
+  const auto [t_long, rows_long] = pass(kLongRows, kLongCols);
+  const auto [t_short, rows_short] = pass(kShortRows, kShortCols);
+  // t = bytes / B + rows · t_row for both shapes (equal bytes): two equations,
+  // two unknowns. A negative t_row is noise around zero.
+  r.gemv_row_s = std::max(0.0, (t_short - t_long) / (rows_short - rows_long));
+  r.gemv_bytes_per_s = double(pass_bytes) / std::max(1e-9, t_long - rows_long * r.gemv_row_s);
+
+  // Prefill: a 64-token tile against a cached matrix, 2 op per multiply-add.
+  const kernels::WeightMatrix w{t, buf, kGemmDim, kGemmDim, *tensor::row_bytes(t, kGemmDim)};
+  kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch);  // warm the cache
+  const double s = timer.median([&] { kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch); });
+  r.gemm_ops_per_s = 2.0 * double(kGemmDim * kGemmDim * kGemmTokens) / s;
+  return r;
+}
+
+// FLOP/s of `n_tokens` query tokens x n_heads heads, each over `n_pos`
+// cached positions (the last token sees them all, causally earlier ones
+// fewer), as perf::Cost counts attention: 4·head_dim + 6 per query-key pair.
+double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens, int n_pos,
+                         kernels::ThreadPool& pool, const Timer& timer) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(kv);
+  const int n_kv = n_heads / kAttnGroup, bt = kv::Cache::kBlockTokens;
+  const size_t head_bytes = *tensor::row_bytes(kv, hd);
+  const size_t row = head_bytes * size_t(n_kv);  // one position: every KV head, as the cache lays it out
+  const int n_blocks = (n_pos + bt - 1) / bt;
+  std::vector<uint8_t> k(row * size_t(n_blocks * bt)), v(k.size());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> vals(hd);
+  for (size_t i = 0; i < k.size() / head_bytes; ++i) {
+    for (float& x : vals) x = u(rng);
+    info.quantize(vals.data(), k.data() + i * head_bytes, hd);
+    info.quantize(vals.data(), v.data() + i * head_bytes, hd);
+  }
+  std::vector<int32_t> blocks(static_cast<size_t>(n_blocks));
+  for (int b = 0; b < n_blocks; ++b) blocks[size_t(b)] = b;
+  const size_t threads = size_t(pool.size()), tasks = size_t(n_tokens * n_heads);
+  std::vector<float> q(tasks * hd, 0.1f), out(tasks * hd), scores(threads * size_t(n_pos));
+  std::vector<float> q_conv(threads * hd);  // head_dim * 4 bytes per thread, as attend() wants
+  const float scale = 1.0f / std::sqrt(float(hd));
+  double pairs = 0;
+  for (int t = 0; t < n_tokens; ++t) pairs += double(n_heads) * (n_pos - n_tokens + 1 + t);
+  auto job = [&] {
+    pool.run(tasks, [&](size_t task, int th) {
+      const int t = int(task) / n_heads, h = int(task) % n_heads;
+      kernels::KvView view{k.data() + size_t(h / kAttnGroup) * head_bytes, v.data() + size_t(h / kAttnGroup) * head_bytes,
+                           row, kv, blocks.data(), bt, row * size_t(bt)};
+      kernels::attend(&q[task * hd], view, n_pos - n_tokens + 1 + t, hd, scale, &q_conv[size_t(th) * hd],
+                      &scores[size_t(th) * size_t(n_pos)], &out[task * hd]);
+    });
+  };
+  job();
+  return pairs * (4.0 * double(hd) + 6.0) / timer.median(job);
+}
+
+// FLOP/s of a layer's element-wise ops (perf::Cost's counts per token:
+// 2 x 4·d for the norms, 3·rope_dim·heads for RoPE, 5·d_ff for SiLU·up,
+// 2·d for the residual adds).
+double measure_elementwise(kernels::ThreadPool& pool, const Timer& timer) {
+  const size_t T = kEwTokens, d = kEwDim, ff = kEwFf, qk = kEwHeads * kEwHeadDim;
+  std::vector<float> x(T * d, 0.5f), xn(T * d), gate(T * ff, 0.25f), up(T * ff, 0.5f), heads(T * qk, 0.5f);
+  std::vector<float> gain(d, 1.0f), cs(kEwHeadDim);
+  kernels::rope_table(100, kEwHeadDim, 10000.0f, cs.data());
+  auto job = [&] {
+    pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&x[t * d], gain.data(), d, 1e-5f, &xn[t * d]); });
+    pool.run(T, [&](size_t t, int) {
+      for (size_t h = 0; h < kEwHeads; ++h) kernels::rope(&heads[t * qk + h * kEwHeadDim], kEwHeadDim, cs.data(), false);
+    });
+    pool.run(T, [&](size_t t, int) { kernels::add(&x[t * d], &xn[t * d], d); });
+    pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&x[t * d], gain.data(), d, 1e-5f, &xn[t * d]); });
+    pool.run(T, [&](size_t t, int) { kernels::silu_mul(&gate[t * ff], &up[t * ff], ff); });
+    pool.run(T, [&](size_t t, int) { kernels::add(&x[t * d], &xn[t * d], d); });
+  };
+  job();
+  const double flops = double(T) * (2 * 4.0 * d + 3.0 * kEwHeadDim * kEwHeads + 5.0 * ff + 2.0 * d);
+  return flops / timer.median(job);
+}
+
+}  // namespace
+
+KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quick,
+                                   const std::function<void(const std::string&)>& progress) {
+  kernels::ThreadPool pool(threads);
+  KernelRates k;
+  k.threads = threads;
+  const Timer timer{3, quick ? 3 : 9, quick ? 0.3 : 1.0};
+  // Whole matrices of the long and the short shape must fit.
+  const size_t mat = kLongRows * kLongCols * sizeof(float);
+  const size_t bytes = std::max<size_t>(size_t(stream_bytes) / mat * mat, mat);
+  const std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes]);
+  for (tensor::DType t : kWeightTypes) {
+    k.matmul.push_back(measure_matmul(t, buf.get(), bytes, pool, timer));
+    const MatmulRate& r = k.matmul.back();
+    if (progress)
+      progress("probe: kvlab matmul " + r.weights + ": decode " + fmt_bandwidth(r.gemv_bytes_per_s) + " + " +
+               fmt_seconds(r.gemv_row_s) + " per row, prefill " + fmt_flops(r.gemm_ops_per_s));
+  }
+  // 4 heads per thread, at least 16, in groups of kAttnGroup per KV head.
+  const int heads = std::max(16, 4 * threads);
+  for (tensor::DType kv : kKvTypes)
+    for (int hd : kHeadDims) {
+      AttentionRate a{std::string(tensor::dtype_info(kv).name), hd,
+                      measure_attention(kv, size_t(hd), heads, 1, kAttnDecodePositions, pool, timer),
+                      measure_attention(kv, size_t(hd), heads, kAttnPrefillTokens, kAttnPrefillPositions, pool, timer)};
+      k.attention.push_back(a);
+      if (progress)
+        progress("probe: kvlab attention, kv " + a.kv + ", head_dim " + std::to_string(hd) + ": decode " +
+                 fmt_flops(a.decode_flops_per_s) + ", prefill " + fmt_flops(a.prefill_flops_per_s));
+    }
+  k.elementwise_flops_per_s = measure_elementwise(pool, timer);
+  if (progress) progress("probe: kvlab element-wise ops: " + fmt_flops(k.elementwise_flops_per_s));
+  // A job of one trivial task per thread: publish, wake, claim, join.
+  constexpr int kJobs = 2000;
+  const double s = timer.median([&] {
+    for (int i = 0; i < kJobs; ++i) pool.run(size_t(threads), [](size_t, int) {});
+  });
+  k.dispatch_s = s / kJobs;
+  if (progress) progress("probe: kvlab thread pool: " + fmt_seconds(k.dispatch_s) + " per job");
+  return k;
+}
+
+}  // namespace kvlab::perf
