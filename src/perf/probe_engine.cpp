@@ -195,7 +195,7 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
   kernels::ThreadPool pool(threads);
   KernelRates k;
   k.threads = threads;
-  const Timer timer{3, quick ? 3 : 9, quick ? 0.3 : 1.0};
+  const Timer timer{3, quick ? 3 : 9, quick ? 0.05 : 0.15};
   // Whole matrices of the long and the short shape must fit.
   const size_t mat = kLongRows * kLongCols * sizeof(float);
   const size_t bytes = std::max<size_t>(size_t(stream_bytes) / mat * mat, mat);
