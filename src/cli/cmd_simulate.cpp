@@ -31,14 +31,37 @@ struct SimulateOptions {
   std::string compute = "auto";
   double eff_bw = perf::Efficiency{}.bandwidth;
   double eff_compute = perf::Efficiency{}.compute;
+  double eff_attention = perf::Efficiency{}.compute;
   double layer_overhead_us = perf::Efficiency{}.layer_overhead_s * 1e6;
+  // Set when the flag was given: it then overrides what the hardware measured.
+  CLI::Option *eff_bw_flag = nullptr, *eff_compute_flag = nullptr, *eff_attention_flag = nullptr,
+              *overhead_flag = nullptr;
   std::string output = "md";
   std::string plot;
   std::string validate;
   bool list = false;
 };
 
-perf::Efficiency efficiency(const SimulateOptions& o) { return {o.eff_bw, o.eff_compute, o.layer_overhead_us * 1e-6}; }
+perf::Efficiency efficiency(const SimulateOptions& o) {
+  perf::Efficiency e{o.eff_bw, o.eff_compute, o.layer_overhead_us * 1e-6};
+  if (o.eff_attention_flag->count()) e.attention = o.eff_attention;
+  return e;
+}
+
+// The hardware's own efficiencies (measured ones for a probed "this"), with
+// every flag given on the command line in place of its figure.
+perf::Efficiency efficiency(const SimulateOptions& o, const perf::Hardware& hw, const perf::SimOptions& opt,
+                            const model::Config& c) {
+  perf::Efficiency e = perf::efficiency_for(hw, opt.weights, opt.kv, c);
+  const bool any = o.eff_bw_flag->count() || o.eff_compute_flag->count() || o.eff_attention_flag->count() ||
+                   o.overhead_flag->count();
+  if (o.eff_bw_flag->count()) e.bandwidth = o.eff_bw;
+  if (o.eff_compute_flag->count()) e.compute = o.eff_compute;
+  if (o.eff_attention_flag->count()) e.attention = e.attention_decode = o.eff_attention;
+  if (o.overhead_flag->count()) e.layer_overhead_s = o.layer_overhead_us * 1e-6;
+  if (any) e.source += ", with command-line overrides";
+  return e;
+}
 
 // "auto": a GGUF file is priced at its own average bits per weight, with the
 // compute precision of the named format closest in size; anything else is bf16.
@@ -93,7 +116,7 @@ void simulate(const SimulateOptions& o) {
   choose_weights(o.weights, m, opt);
   opt.kv = o.kv;
   if (o.compute != "auto") opt.compute = perf::parse_precision(o.compute);
-  opt.eff = efficiency(o);
+  opt.eff = efficiency(o, hw, opt, m.config);
   opt.with_cache = !o.no_kv_cache;
   const perf::Simulation s = perf::simulate(m.id, m.config, hw, opt);
   std::cout << perf::render_simulation(s, format);
@@ -132,15 +155,23 @@ void add_simulate_command(CLI::App& root) {
                   "precision the matmuls are priced at: auto (from --weights), fp32, tf32, "
                   "bf16, fp8, int8")
       ->capture_default_str();
-  app->add_option("--eff-bw", o->eff_bw, "achievable fraction of peak memory bandwidth")
-      ->capture_default_str()
-      ->check(CLI::Range(0.01, 1.0));
-  app->add_option("--eff-compute", o->eff_compute, "achievable fraction of dense peak FLOP/s")
-      ->capture_default_str()
-      ->check(CLI::Range(0.01, 1.0));
-  app->add_option("--layer-overhead-us", o->layer_overhead_us, "fixed launch/sync cost per layer per pass, us")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e5));
+  const char* measured = " (--hw this after a kvlab probe that timed kvlab's kernels: measured)";
+  o->eff_bw_flag = app->add_option("--eff-bw", o->eff_bw, std::string("achievable fraction of peak memory bandwidth") + measured)
+                       ->capture_default_str()
+                       ->check(CLI::Range(0.01, 1.0));
+  o->eff_compute_flag =
+      app->add_option("--eff-compute", o->eff_compute, std::string("achievable fraction of dense peak FLOP/s") + measured)
+          ->capture_default_str()
+          ->check(CLI::Range(0.01, 1.0));
+  o->eff_attention_flag =
+      app->add_option("--eff-attention", o->eff_attention,
+                      std::string("achievable fraction of peak FLOP/s in attention, prefill and decode (default: --eff-compute)") +
+                          measured)
+          ->check(CLI::Range(0.001, 1.0));
+  o->overhead_flag = app->add_option("--layer-overhead-us", o->layer_overhead_us,
+                                     std::string("fixed launch/sync cost per layer per pass, us") + measured)
+                         ->capture_default_str()
+                         ->check(CLI::Range(0.0, 1e5));
   app->add_option("-o,--output", o->output, "md, json or csv")->capture_default_str();
   app->add_option("--plot", o->plot,
                   "also draw tok/s vs position to FILE.png or FILE.svg (needs gnuplot); "

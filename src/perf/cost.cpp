@@ -150,6 +150,11 @@ ParamCount param_count(const model::Config& c) {
   return n;
 }
 
+double matmul_rows(const model::Config& c) {
+  const double d = c.n_embd, ff = c.n_ff, qd = c.q_dim(), kvd = c.kv_dim();
+  return double(c.n_layer) * (qd + 2.0 * kvd + d + 2.0 * ff + d) + double(c.n_vocab);
+}
+
 double weight_memory_bytes(const model::Config& c, double weight_bytes) {
   const ParamCount n = param_count(c);
   return n.matrices() * weight_bytes + n.norms * kNormGainBytes;

@@ -99,6 +99,11 @@ struct ParamCount {
 };
 ParamCount param_count(const model::Config& c);
 
+// Weight rows one pass multiplies by (the output features of every matrix:
+// q, k, v, o, gate, up, down per layer, then the LM head): a one-token matmul
+// computes one dot product, and pays one row's fixed cost, per row.
+double matmul_rows(const model::Config& c);
+
 // Bytes the weights occupy in memory: matrices at `weight_bytes` each, norm
 // gains at 4 bytes.
 double weight_memory_bytes(const model::Config& c, double weight_bytes);

@@ -13,14 +13,14 @@ namespace {
 // Block formats: bits = 8 · block bytes / block elements (ggml's layouts):
 // q8_0 = 34 B / 32, q4_1 = 20 B / 32, q4_0 = 18 B / 32.
 constexpr std::array<NumberFormat, 8> kFormats{{
-    {"f32", 32.0, Precision::FP32, true, "IEEE single"},
-    {"f16", 16.0, Precision::BF16, true, "IEEE half; priced at the 16-bit tensor rate"},
-    {"bf16", 16.0, Precision::BF16, true, "bfloat16"},
-    {"fp8", 8.0, Precision::FP8, true, "e4m3 weights with per-tensor scale; fp8 tensor math"},
-    {"int8", 8.0, Precision::BF16, false, "weight-only int8, one scale per output channel"},
-    {"q8_0", 8.5, Precision::BF16, true, "ggml q8_0: blocks of 32 int8 + f16 scale"},
-    {"q4_1", 5.0, Precision::BF16, false, "ggml q4_1: blocks of 32 nibbles + f16 scale and min"},
-    {"q4_0", 4.5, Precision::BF16, true, "ggml q4_0: blocks of 32 nibbles + f16 scale"},
+    {"f32", 32.0, Precision::FP32, true, false, "IEEE single"},
+    {"f16", 16.0, Precision::BF16, true, false, "IEEE half; priced at the 16-bit tensor rate"},
+    {"bf16", 16.0, Precision::BF16, true, false, "bfloat16"},
+    {"fp8", 8.0, Precision::FP8, true, false, "e4m3 weights with per-tensor scale; fp8 tensor math"},
+    {"int8", 8.0, Precision::BF16, false, true, "weight-only int8, one scale per output channel"},
+    {"q8_0", 8.5, Precision::BF16, true, true, "ggml q8_0: blocks of 32 int8 + f16 scale"},
+    {"q4_1", 5.0, Precision::BF16, false, true, "ggml q4_1: blocks of 32 nibbles + f16 scale and min"},
+    {"q4_0", 4.5, Precision::BF16, true, true, "ggml q4_0: blocks of 32 nibbles + f16 scale"},
 }};
 
 std::string names(bool kv_only) {

@@ -21,6 +21,10 @@ struct NumberFormat {
   // path do; the hardware falls back to FP32 where it has no 16-bit rate.
   Precision compute;
   bool for_kv;  // also offered as a KV cache format
+  // Integer codes with scales (int8, q8_0, q4_x): on a CPU the engines
+  // multiply them by 8-bit-quantized activations in integer dot products
+  // (perf::dense_precision).
+  bool integer;
   std::string_view note;
   double bytes() const { return bits / 8.0; }
 };

@@ -72,8 +72,23 @@ std::string render_md(const Simulation& s) {
     << " dense x " << fmt_num(s.opt.eff.compute, 2) << " = " << fmt_flops(s.machine.flops) << " |\n";
   o << "| bandwidth priced | " << fmt_bandwidth(s.machine.peak_bytes_per_s) << " x " << fmt_num(s.opt.eff.bandwidth, 2)
     << " = " << fmt_bandwidth(s.machine.bytes_per_s) << " |\n";
+  if (s.opt.eff.row_s > 0)
+    o << "| per weight row | " << fmt_seconds(s.opt.eff.row_s) << " x " << fmt_num(matmul_rows(s.model))
+      << " rows = " << fmt_seconds(s.opt.eff.row_s * matmul_rows(s.model)) << " per memory-bound pass |\n";
+  o << "| attention priced | " << precision_name(s.machine.attention_precision) << " "
+    << fmt_flops(s.machine.attention_peak_flops) << " x " << fmt_num(s.opt.eff.attention_or_compute(), 2) << " = "
+    << fmt_flops(s.machine.attention_rate());
+  if (s.machine.attention_decode_rate() != s.machine.attention_rate())
+    o << "; one token per sequence: x " << fmt_num(s.opt.eff.attention_decode_or_attention(), 2) << " = "
+      << fmt_flops(s.machine.attention_decode_rate());
+  if (s.machine.threads > 0) o << "; split over " << s.machine.threads << " threads by (token, head)";
+  o << " |\n";
+  if (s.opt.eff.elementwise)
+    o << "| element-wise priced | fp32 x " << fmt_num(*s.opt.eff.elementwise, 2) << " = "
+      << fmt_flops(s.machine.elementwise_rate()) << " |\n";
   o << "| overhead | " << fmt_seconds(s.opt.eff.layer_overhead_s)
     << " per layer = " << fmt_seconds(s.prefill.overhead_s) << " per pass |\n";
+  o << "| efficiencies | " << s.opt.eff.source << " |\n";
   o << "| hardware source | " << s.hw.source << " |\n\n";
 
   o << "Memory: weights " << fmt_bytes(s.weight_bytes) << " + KV " << fmt_bytes(s.kv_bytes_final) << " = "
@@ -137,6 +152,8 @@ json pass_json(const PassTime& t) {
           {"bytes", t.bytes},
           {"compute_ms", t.compute_s * 1e3},
           {"memory_ms", t.memory_s * 1e3},
+          {"dense_ms", t.dense_s * 1e3},
+          {"attention_ms", t.attention_s * 1e3},
           {"overhead_ms", t.overhead_s * 1e3},
           {"bound", bound_name(t.bound)}};
 }
@@ -161,13 +178,23 @@ std::string render_json(const Simulation& s) {
         {"kv", s.opt.kv},
         {"eff_bandwidth", s.opt.eff.bandwidth},
         {"eff_compute", s.opt.eff.compute},
-        {"layer_overhead_us", s.opt.eff.layer_overhead_s * 1e6}}},
+        {"eff_attention", s.opt.eff.attention_or_compute()},
+        {"eff_attention_decode", s.opt.eff.attention_decode_or_attention()},
+        {"eff_elementwise", s.opt.eff.elementwise_or_compute()},
+        {"threads", s.opt.eff.threads},
+        {"row_us", s.opt.eff.row_s * 1e6},
+        {"layer_overhead_us", s.opt.eff.layer_overhead_s * 1e6},
+        {"eff_source", s.opt.eff.source}}},
       {"machine",
        {{"precision", precision_name(s.machine.precision)},
         {"peak_flops", s.machine.peak_flops},
         {"peak_bytes_per_s", s.machine.peak_bytes_per_s},
         {"flops", s.machine.flops},
         {"bytes_per_s", s.machine.bytes_per_s},
+        {"attention_precision", precision_name(s.machine.attention_precision)},
+        {"attention_flops", s.machine.attention_rate()},
+        {"attention_decode_flops", s.machine.attention_decode_rate()},
+        {"elementwise_flops", s.machine.elementwise_rate()},
         {"ridge_flop_per_byte", s.machine.flops / s.machine.bytes_per_s}}},
       {"memory",
        {{"weight_bytes", s.weight_bytes},

@@ -29,31 +29,95 @@ Pass pass_shape(const Simulation& s) {
 
 }  // namespace
 
-Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff) {
+Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff, std::optional<Precision> attention) {
   check_fraction(eff.bandwidth, "bandwidth efficiency");
   check_fraction(eff.compute, "compute efficiency");
+  check_fraction(eff.attention_or_compute(), "attention efficiency");
+  check_fraction(eff.attention_decode_or_attention(), "decode attention efficiency");
+  check_fraction(eff.elementwise_or_compute(), "element-wise efficiency");
   if (!(eff.layer_overhead_s >= 0 && eff.layer_overhead_s < 1))
     throw Error("per-layer overhead must be in [0, 1) s, got " + fmt_num(eff.layer_overhead_s));
+  if (!(eff.row_s >= 0 && eff.row_s < 1e-3)) throw Error("per-row cost must be in [0, 1) ms, got " + fmt_num(eff.row_s));
   Machine m;
   m.peak_flops = hw.compute_peak(wanted, &m.precision);
   m.peak_bytes_per_s = hw.mem_bw;
   m.flops = m.peak_flops * eff.compute;
   m.bytes_per_s = m.peak_bytes_per_s * eff.bandwidth;
   m.layer_overhead_s = eff.layer_overhead_s;
+  m.row_s = eff.row_s;
+  m.attention_peak_flops = hw.compute_peak(attention.value_or(wanted), &m.attention_precision);
+  m.attention_flops = m.attention_peak_flops * eff.attention_or_compute();
+  m.attention_decode_flops = m.attention_peak_flops * eff.attention_decode_or_attention();
+  // Norms, RoPE and SiLU are fp32 arithmetic on every engine (CUDA cores, not
+  // tensor cores; FMA units on a CPU).
+  m.elementwise_flops = hw.compute_peak(Precision::FP32, nullptr) * eff.elementwise_or_compute();
+  m.threads = eff.threads;
   return m;
 }
 
 PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   const Cost cost = forward_cost(c, p);
+  const OpCost all = cost.total();
+  double attn_flops = 0, ew_flops = 0;
+  for (Op op : {Op::Scores, Op::Softmax, Op::AttnV}) attn_flops += cost[op].flops;
+  for (Op op : {Op::AttnNorm, Op::Rope, Op::FfnNorm, Op::SiluMul, Op::Residual, Op::OutputNorm})
+    ew_flops += cost[op].flops;
   PassTime t;
-  t.flops = cost.flops();
+  t.flops = all.flops;
   t.bytes = cost.dram_bytes();
-  t.compute_s = t.flops / m.flops;
-  t.memory_s = t.bytes / m.bytes_per_s;
+  // The engine runs the dense ops and attention as separate kernels, one
+  // after the other, so each group is bound by its own roof and the pass
+  // takes the sum (a single max over the whole pass would let attention's
+  // FLOPs hide under the weights' bytes).
+  const double dense_compute = (all.flops - attn_flops - ew_flops) / m.flops + ew_flops / m.elementwise_rate();
+  const double dense_memory = all.weight_bytes / m.bytes_per_s + matmul_rows(c) * m.row_s;
+  // One task per (token, head), handed out dynamically: the slowest of n
+  // threads runs ceil(tasks / n) of them, not tasks / n (decode: 9 heads on
+  // 2 threads, 5 against 4.5).
+  const double tasks = double(p.new_tokens * p.batch) * double(c.n_head);
+  const double tail = m.threads > 0 ? std::ceil(tasks / m.threads) / (tasks / m.threads) : 1.0;
+  const bool one_token = p.new_tokens == 1;
+  const double attn_compute =
+      attn_flops / (one_token ? m.attention_decode_rate() : m.attention_rate()) * (attn_flops > 0 ? tail : 1.0);
+  const double attn_memory = all.kv_bytes / m.bytes_per_s;
+  t.dense_s = std::max(dense_compute, dense_memory);
+  t.attention_s = std::max(attn_compute, attn_memory);
+  t.compute_s = dense_compute + attn_compute;
+  t.memory_s = dense_memory + attn_memory;
   t.overhead_s = double(c.n_layer) * m.layer_overhead_s;
-  t.seconds = std::max(t.compute_s, t.memory_s) + t.overhead_s;
-  t.bound = bound_of(t.flops, t.bytes, m.flops, m.bytes_per_s);
+  t.seconds = t.dense_s + t.attention_s + t.overhead_s;
+  t.bound = t.compute_s >= t.memory_s ? Bound::Compute : Bound::Memory;
   return t;
+}
+
+Precision dense_precision(const Hardware& hw, const NumberFormat& weights) {
+  return hw.kind == HwKind::Cpu && weights.integer && hw.int8 ? Precision::INT8 : weights.compute;
+}
+
+Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::string_view kv, const model::Config& c) {
+  const MatmulRate* mm = hw.kernels ? hw.kernels->find_matmul(weights) : nullptr;
+  const AttentionRate* at = hw.kernels ? hw.kernels->find_attention(kv, c.head_dim) : nullptr;
+  if (!mm || !at) return {};
+  // kvlab's layer runs 6 thread-pool jobs besides its 7 matmuls and its
+  // attention: 2 RMSNorms, RoPE, SiLU·up, 2 residual adds (model/model.cpp).
+  // Their cost per job counts once per layer even in a decode step, where
+  // each job is one short task; the element-wise rate covers their work.
+  constexpr double kOtherJobsPerLayer = 6;
+  auto fraction = [](double measured, double peak) { return std::min(1.0, measured / peak); };
+  Efficiency e;
+  e.bandwidth = fraction(mm->gemv_bytes_per_s, hw.mem_bw);
+  e.row_s = mm->gemv_row_s;
+  e.compute = fraction(mm->gemm_ops_per_s, hw.compute_peak(dense_precision(hw, weight_format(weights)), nullptr));
+  const double attention_peak = hw.compute_peak(kv_format(kv).compute, nullptr);
+  e.attention = fraction(at->prefill_flops_per_s, attention_peak);
+  e.attention_decode = fraction(at->decode_flops_per_s, attention_peak);
+  e.elementwise = fraction(hw.kernels->elementwise_flops_per_s, hw.compute_peak(Precision::FP32, nullptr));
+  e.threads = hw.kernels->threads;
+  e.layer_overhead_s = kOtherJobsPerLayer * hw.kernels->dispatch_s;
+  e.source = "measured by kvlab probe (" + std::string(weights) + " matmul, " + std::string(kv) +
+             " attention at head_dim " + std::to_string(at->head_dim) + ", " +
+             std::to_string(hw.kernels->threads) + " threads)";
+  return e;
 }
 
 std::optional<int64_t> nocache_crossover(const model::Config& c, const Pass& shape, const Machine& m) {
@@ -97,7 +161,7 @@ Simulation simulate(const std::string& model_id, const model::Config& model, con
   s.opt = opt;
   s.weight_bits = opt.weight_bits.value_or(wf.bits);
   s.kv_bits = kf.bits;
-  s.machine = make_machine(hw, opt.compute.value_or(wf.compute), opt.eff);
+  s.machine = make_machine(hw, opt.compute.value_or(dense_precision(hw, wf)), opt.eff, kf.compute);
 
   const Pass shape = pass_shape(s);
   Pass prefill = shape;

@@ -1,16 +1,28 @@
 // The analytical simulator: the time of every forward pass of a generation,
 // with and without the KV cache, on catalog hardware, from perf::Cost and a
-// roofline with explicit efficiencies:
+// roofline with explicit efficiencies, one roofline per group of kernels that
+// run one after the other:
 //
-//   t(pass) = max(FLOPs / (peak_flops · eff_compute),
-//                 bytes / (peak_bw · eff_bandwidth)) + n_layer · layer_overhead
+//   t(pass) = max(matmul FLOPs / (peak · eff_compute)
+//                   + element-wise FLOPs / (fp32 peak · eff_elementwise),
+//                 weight bytes / (peak_bw · eff_bandwidth) + weight rows · row_s)
+//           + max(attention FLOPs / (attention peak · eff_attention) · tail,
+//                 KV bytes / (peak_bw · eff_bandwidth))
+//           + n_layer · layer_overhead
 //
-// where bytes = weights + KV (perf::Cost::dram_bytes()). The defaults and why
-// they are what they are: docs/perf-model.md.
+// The first group ("dense": matmuls, norms, RoPE, SiLU, residuals) carries
+// the weights; the second (attention over the context: scores, softmax, the
+// weighted sum of V) the KV cache traffic. eff_attention is the one-token
+// (decode) figure for passes of one token per sequence. `tail` is the
+// slowest thread's share of the (token, head) tasks of an engine that splits
+// attention that way (1 where the thread count is unknown). The defaults and
+// why they are what they are, and where "this" machine's efficiencies come
+// from: docs/perf-model.md.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/config.h"
@@ -32,7 +44,47 @@ struct Efficiency {
   // Fixed cost per layer per pass: ~15 kernels (or thread-pool barriers) per
   // layer x ~2 us of launch, ramp-up and tail each.
   double layer_overhead_s = 30e-6;
+  // Fraction of its precision's peak the attention kernels sustain, over many
+  // tokens (prefill) and for one token per sequence (decode); unset:
+  // `compute` (fused attention kernels run on the same units as the GEMMs)
+  // and `attention` respectively.
+  std::optional<double> attention{}, attention_decode{};
+  // Fraction of the fp32 peak the element-wise ops (norms, RoPE, SiLU·up,
+  // residual adds) sustain; unset: `compute`.
+  std::optional<double> elementwise{};
+  // Fixed seconds per weight row of a memory-bound matmul, on top of its
+  // bytes (a row's reduction and store, a new stream); 0 unless measured.
+  double row_s = 0;
+  // Threads the engine splits attention over, one task per (token, head);
+  // 0: unknown, no tail.
+  int threads = 0;
+  std::string source = "defaults";  // where these figures come from, for reports
+
+  double attention_or_compute() const { return attention.value_or(compute); }
+  double attention_decode_or_attention() const { return attention_decode.value_or(attention_or_compute()); }
+  double elementwise_or_compute() const { return elementwise.value_or(compute); }
 };
+
+// The efficiencies to price `hw` with. For a machine whose kernels kvlab probe
+// timed (Hardware::kernels: "this" after a probe) and a `weights` format it
+// timed, they are the measured rates over the hardware's peaks:
+//   bandwidth  = one-token matmul bytes/s / best read bandwidth
+//   row_s      = its fixed cost per weight row
+//   compute    = 64-token matmul op/s / peak of dense_precision()
+//   attention, attention_decode = attention FLOP/s, 64-token and one-token shapes (this KV
+//                format, nearest head width) / peak of the KV format's precision
+//   elementwise = element-wise FLOP/s / fp32 peak
+//   threads    = the pool size they were measured with
+//   layer_overhead = thread-pool job cost x the 6 element-wise jobs of a kvlab layer
+// Otherwise the defaults above. Fractions above 1 (a measurement above a
+// peak measured at another moment) are capped at 1.
+Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::string_view kv, const model::Config& c);
+
+// The precision the matmuls of `weights` are priced at on `hw`: the format's
+// (perf/formats.h), except integer weights on a CPU with an int8 peak, which
+// CPU engines (kvlab, llama.cpp) multiply by 8-bit-quantized activations with
+// integer dot products.
+Precision dense_precision(const Hardware& hw, const NumberFormat& weights);
 
 // The hardware after efficiencies: what the time model divides by.
 struct Machine {
@@ -41,17 +93,35 @@ struct Machine {
   double flops = 0;             // peak_flops · eff.compute
   double bytes_per_s = 0;       // peak_bytes_per_s · eff.bandwidth
   double layer_overhead_s = 0;
+  double row_s = 0;             // eff.row_s
   Precision precision = Precision::BF16;
+  // Attention over the context, priced at its own precision and efficiency,
+  // and the element-wise ops at fp32 (0: at `flops`).
+  double attention_peak_flops = 0;
+  double attention_flops = 0;         // attention_peak_flops · eff.attention
+  double attention_decode_flops = 0;  // attention_peak_flops · eff.attention_decode
+  Precision attention_precision = Precision::BF16;
+  double elementwise_flops = 0;  // fp32 peak · eff.elementwise
+  int threads = 0;               // eff.threads
+  double attention_rate() const { return attention_flops > 0 ? attention_flops : flops; }
+  double attention_decode_rate() const { return attention_decode_flops > 0 ? attention_decode_flops : attention_rate(); }
+  double elementwise_rate() const { return elementwise_flops > 0 ? elementwise_flops : flops; }
 };
-Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff);
+// `attention`: the precision attention runs in (the KV format's); unset: `wanted`.
+Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff,
+                     std::optional<Precision> attention = std::nullopt);
 
 struct PassTime {
   double flops = 0;
-  double bytes = 0;       // weights + KV
-  double compute_s = 0;   // flops / machine.flops
-  double memory_s = 0;    // bytes / machine.bytes_per_s
-  double overhead_s = 0;  // n_layer · layer_overhead
-  double seconds = 0;     // max(compute_s, memory_s) + overhead_s
+  double bytes = 0;        // weights + KV
+  double compute_s = 0;    // the compute terms of both groups
+  double memory_s = 0;     // bytes / machine.bytes_per_s + rows · row_s
+  double dense_s = 0;      // the dense group's roofline time
+  double attention_s = 0;  // the attention group's
+  double overhead_s = 0;   // n_layer · layer_overhead
+  double seconds = 0;      // dense_s + attention_s + overhead_s
+  // Compute when compute_s >= memory_s: the roof the pass spends most time
+  // under (with one FLOP rate for both groups, the plain roofline verdict).
   Bound bound = Bound::Memory;
 };
 PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m);

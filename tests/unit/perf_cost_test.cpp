@@ -35,6 +35,12 @@ Pass pass(int64_t t, int64_t past, int64_t batch = 1) {
   return p;
 }
 
+TEST(PerfCost, MatmulRowsOfATinyModelByHand) {
+  // Per layer: q 8 + k 4 + v 4 + o 8 + gate 16 + up 16 + down 8 = 64 output
+  // features; 2 layers and the LM head's 10: 138.
+  EXPECT_DOUBLE_EQ(matmul_rows(tiny()), 138.0);
+}
+
 TEST(PerfCost, EveryOpOfATinyPassByHand) {
   // T = 3 new tokens after P = 2 cached: query i sees 3 + i positions, so
   // the causal pairs are 3 + 4 + 5 = 12 = T·P + T(T+1)/2.

@@ -85,6 +85,136 @@ TEST(PerfSimulate, PassTimeIsARooflinePlusOverhead) {
   EXPECT_DOUBLE_EQ(t.seconds, t.memory_s + 2e-3);
 }
 
+TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
+  // Decode at position 3 (T = 1, P = 3), 1-byte weights, 2-byte KV:
+  //   matmul FLOPs       2 · 1152 + 160 = 2464  (q, k, v, o, gate, up, down per layer; LM head)
+  //   element-wise FLOPs 2 · 196 + 32 = 424     (norms, RoPE, SiLU·up, residuals per layer; output norm)
+  //   attention FLOPs    2 layers · 44 FLOP · 4 pairs = 352
+  //   weight bytes       1392 + 8 (one embedding row) = 1400
+  //   KV bytes           per layer: K and V written 8 + 8, read 32 + 32: 2 · 80 = 160
+  //   weight rows        138 (perf_cost_test)
+  // Matmuls at 1000 FLOP/s, element-wise at 212, attention at 100 (one
+  // token: the decode rate), 1000 bytes/s, 0.01 s per weight row:
+  //   dense      max(2.464 + 2, 1.4 + 1.38) = 4.464 s  (compute)
+  //   attention  max(3.52, 0.16)            = 3.52 s   (compute)
+  // One roofline over the whole pass would give max(3.24, 1.56) = 3.24 s.
+  Machine m = ideal(1e3, 1e3);
+  m.elementwise_flops = 212;
+  m.attention_decode_flops = 100;
+  m.row_s = 0.01;
+  Pass p;
+  p.past = 3;
+  p.weight_bytes = 1.0;
+  p.kv_bytes = 2.0;
+  const PassTime t = time_pass(tiny(), p, m);
+  EXPECT_DOUBLE_EQ(t.flops, 3240.0);
+  EXPECT_DOUBLE_EQ(t.bytes, 1560.0);
+  EXPECT_DOUBLE_EQ(t.dense_s, 2.464 + 2.0);
+  EXPECT_DOUBLE_EQ(t.attention_s, 3.52);
+  EXPECT_DOUBLE_EQ(t.seconds, 4.464 + 3.52);
+  EXPECT_DOUBLE_EQ(t.compute_s, 4.464 + 3.52);
+  EXPECT_DOUBLE_EQ(t.memory_s, 1.4 + 1.38 + 0.16);
+  EXPECT_EQ(t.bound, Bound::Compute);
+  // Two tokens (positions 3 and 4 see 4 + 5 = 9 positions): the many-token
+  // attention rate, here unset, so the matmul one: 2 · 44 · 9 = 792 FLOP at
+  // 1000/s = 0.792 s; KV 2 · (16 + 16 + 2 · 40) = 224 bytes, 0.224 s.
+  p.new_tokens = 2;
+  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792);
+  // 2 heads x 2 tokens = 4 tasks on 3 threads: the slowest runs 2, not 4/3: x 1.5.
+  m.threads = 3;
+  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792 * 1.5);
+  m.threads = 4;
+  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792);
+}
+
+// A probed machine: 20 GB/s, 100 GFLOP/s fp32, 200 Gop/s int8, and kvlab's
+// kernels on 2 threads: q4_1 matmul at 5 GB/s + 20 ns per row (decode) and
+// 50 Gop/s (prefill); f16 attention at 10 (decode) and 15 (prefill) GFLOP/s
+// for head_dim 64, 20 and 25 for 128; element-wise ops at 3 GFLOP/s; 1 us
+// per thread-pool job.
+Hardware probed() {
+  HwProfile p;
+  p.date = "2025-06-01T12:00:00Z";
+  p.cpu_model = "Test CPU";
+  p.cores = p.threads = 2;
+  p.simd = "avx2";
+  p.mem_bytes = 8ull << 30;
+  p.mem_read_bw = {{1, 1.5e10}, {2, 2e10}};
+  p.peak_fp32_flops = 1e11;
+  p.peak_int8_ops = 2e11;
+  p.kernels = KernelRates{2, {{"q4_1", 5e9, 2e-8, 5e10}}, {{"f16", 64, 1e10, 1.5e10}, {"f16", 128, 2e10, 2.5e10}},
+                          3e9, 1e-6};
+  return hardware_from_profile(p, "test");
+}
+
+TEST(PerfSimulate, EfficienciesOfAProbedMachineAreItsKernelsOverItsPeaks) {
+  const model::Config c = resolve_model("smollm2-135m").config;  // head_dim 64
+  const Hardware h = probed();
+  EXPECT_EQ(dense_precision(h, weight_format("q4_1")), Precision::INT8);  // integer weights on a CPU
+  EXPECT_EQ(dense_precision(h, weight_format("f16")), Precision::BF16);   // priced at fp32 (no bf16 peak)
+  EXPECT_EQ(dense_precision(find_hardware("h100"), weight_format("q4_1")), Precision::BF16);
+  const Efficiency e = efficiency_for(h, "q4_1", "f16", c);
+  EXPECT_DOUBLE_EQ(e.bandwidth, 5e9 / 2e10);  // of the best read bandwidth
+  EXPECT_DOUBLE_EQ(e.compute, 5e10 / 2e11);   // of the int8 peak
+  // f16 KV: 16-bit math, which this CPU prices at fp32.
+  EXPECT_DOUBLE_EQ(*e.attention, 1.5e10 / 1e11);
+  EXPECT_DOUBLE_EQ(*e.attention_decode, 1e10 / 1e11);
+  EXPECT_DOUBLE_EQ(*e.elementwise, 3e9 / 1e11);
+  EXPECT_DOUBLE_EQ(e.row_s, 2e-8);
+  EXPECT_EQ(e.threads, 2);
+  EXPECT_DOUBLE_EQ(e.layer_overhead_s, 6e-6);  // 6 element-wise thread-pool jobs per layer
+  EXPECT_NE(e.source.find("kvlab probe"), std::string::npos) << e.source;
+  // The nearest head width measured: 100 is closer to 128 than to 64.
+  model::Config wide = c;
+  wide.head_dim = 100;
+  EXPECT_DOUBLE_EQ(*efficiency_for(h, "q4_1", "f16", wide).attention, 0.25);
+  // A format or KV type it did not time, and catalog hardware: the defaults.
+  for (const Efficiency& d : {efficiency_for(h, "q8_0", "f16", c), efficiency_for(h, "q4_1", "q8_0", c),
+                              efficiency_for(find_hardware("h100"), "q4_1", "f16", c)}) {
+    EXPECT_DOUBLE_EQ(d.bandwidth, 0.8);
+    EXPECT_DOUBLE_EQ(d.compute, 0.6);
+    EXPECT_FALSE(d.attention);
+    EXPECT_EQ(d.threads, 0);
+    EXPECT_EQ(d.source, "defaults");
+  }
+  // A rate above the (separately measured) peak counts as the peak.
+  Hardware fast = h;
+  fast.kernels->matmul[0].gemm_ops_per_s = 3e11;
+  EXPECT_DOUBLE_EQ(efficiency_for(fast, "q4_1", "f16", c).compute, 1.0);
+}
+
+TEST(PerfSimulate, AProbedMachinePricesEachGroupAtItsOwnRate) {
+  const model::Config c = resolve_model("smollm2-135m").config;  // 9 query heads
+  const Hardware h = probed();
+  SimOptions o;
+  o.prompt = 1024;
+  o.gen = 1;
+  o.weights = "q4_1";
+  o.eff = efficiency_for(h, o.weights, o.kv, c);
+  const Simulation s = simulate("smollm2-135m", c, h, o);
+  EXPECT_EQ(s.machine.precision, Precision::INT8);
+  EXPECT_DOUBLE_EQ(s.machine.flops, 5e10);
+  EXPECT_EQ(s.machine.attention_precision, Precision::FP32);
+  EXPECT_DOUBLE_EQ(s.machine.attention_rate(), 1.5e10);
+  EXPECT_DOUBLE_EQ(s.machine.attention_decode_rate(), 1e10);
+  EXPECT_DOUBLE_EQ(s.machine.elementwise_rate(), 3e9);
+  EXPECT_DOUBLE_EQ(s.machine.bytes_per_s, 5e9);
+  // Cached decode at position 1024: the weights stream (bytes and rows);
+  // attention over 1025 positions at the decode rate, 9 head tasks on 2
+  // threads (the slowest runs 5: x 10/9).
+  Pass p;
+  p.past = 1024;
+  p.weight_bytes = s.weight_bits / 8;
+  const Cost cost = forward_cost(c, p);
+  const PassTime& d = s.steps[0].cached;
+  EXPECT_DOUBLE_EQ(d.dense_s, cost.total().weight_bytes / 5e9 + matmul_rows(c) * 2e-8);
+  EXPECT_DOUBLE_EQ(d.attention_s,
+                   (cost[Op::Scores].flops + cost[Op::Softmax].flops + cost[Op::AttnV].flops) / 1e10 * 10 / 9);
+  EXPECT_EQ(d.bound, Bound::Memory);
+  EXPECT_EQ(s.prefill.bound, Bound::Compute);
+  EXPECT_EQ(s.steps[0].naive.bound, Bound::Compute);
+}
+
 TEST(PerfSimulate, EightBOnH100WithAndWithoutCache) {
   const ResolvedModel m = resolve_model("llama-3.1-8b");
   SimOptions o;
