@@ -4,11 +4,13 @@
 // hardware can do; these say what the engine's matmul and attention kernels
 // get out of it, measured in isolation, never from a whole model run.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "common/error.h"
@@ -46,12 +48,15 @@ constexpr size_t kGemmDim = 1024, kGemmTokens = 64;
 // positions), query heads in groups of 4 per KV head (GQA), one pool task per
 // (token, head) as the engine runs it, 4 heads per thread:
 //  prefill-shaped: 64 tokens over 512 positions (a head's K and V in L2);
-//  decode-shaped:  one token over 4096 positions (0.5-1 MiB per KV head: L3).
+//  decode-shaped:  one token over 4096 positions (0.5-1 MiB per KV head),
+//                  K and V evicted from the caches before each run.
 constexpr int kAttnGroup = 4, kAttnPrefillTokens = 64, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
 // Element-wise ops of a layer, per token, at a llama width (d 1024, d_ff 2816,
 // 16 + 4 heads of 64): 2 RMSNorms, RoPE on q and k, SiLU·up, 2 residual adds,
 // one pool job each over 64 tokens, as the engine runs them.
 constexpr size_t kEwDim = 1024, kEwFf = 2816, kEwHeads = 20, kEwHeadDim = 64, kEwTokens = 64;
+
+std::atomic<uint64_t> g_evict_sink{0};  // keeps evict()'s reads
 
 struct Timer {
   int min_runs, max_runs;
@@ -60,11 +65,13 @@ struct Timer {
   // and returns the median, seconds. Unlike the peaks (the best window: what
   // the hardware can do), these become efficiencies that predict typical
   // runs, so they are typical runs.
-  template <class F>
-  double median(const F& fn) const {
+  // `before` runs untimed ahead of every run.
+  template <class F, class G = void (*)()>
+  double median(const F& fn, const G& before = [] {}) const {
     const Clock::time_point start = Clock::now();
     std::vector<double> s;
     for (int i = 0; i < max_runs; ++i) {
+      before();
       const Clock::time_point t0 = Clock::now();
       fn();
       s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
@@ -125,11 +132,27 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
   return r;
 }
 
+// Reads every cache line of `bytes` on the pool, as a decode step's weights
+// go through the caches between one layer's attention and the next. On the
+// pool, so its workers are awake when the timed job follows, as they are
+// after the matmul before a decode step's attention.
+void evict(std::span<const uint8_t> bytes, kernels::ThreadPool& pool) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  pool.run((bytes.size() + kChunk - 1) / kChunk, [&](size_t c, int) {
+    uint64_t sum = 0;
+    for (size_t i = c * kChunk; i < std::min(bytes.size(), (c + 1) * kChunk); i += 64) sum += bytes[i];
+    g_evict_sink.fetch_add(sum, std::memory_order_relaxed);
+  });
+}
+
 // FLOP/s of `n_tokens` query tokens x n_heads heads, each over `n_pos`
 // cached positions (the last token sees them all, causally earlier ones
 // fewer), as perf::Cost counts attention: 4·head_dim + 6 per query-key pair.
-double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens, int n_pos,
-                         kernels::ThreadPool& pool, const Timer& timer) {
+// With `flush` (bytes several times the L3), every run starts with K and V
+// out of the caches, as in a decode step, where the weights streamed through
+// them since this layer's attention last ran.
+double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens, int n_pos, kernels::ThreadPool& pool,
+                         const Timer& timer, std::span<const uint8_t> flush = {}) {
   const tensor::DTypeInfo& info = tensor::dtype_info(kv);
   const int n_kv = n_heads / kAttnGroup, bt = kv::Cache::kBlockTokens;
   const size_t head_bytes = *tensor::row_bytes(kv, hd);
@@ -162,7 +185,7 @@ double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens,
     });
   };
   job();
-  return pairs * (4.0 * double(hd) + 6.0) / timer.median(job);
+  return pairs * (4.0 * double(hd) + 6.0) / timer.median(job, [&] { evict(flush, pool); });
 }
 
 // FLOP/s of a layer's element-wise ops (perf::Cost's counts per token:
@@ -212,7 +235,8 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
   for (tensor::DType kv : kKvTypes)
     for (int hd : kHeadDims) {
       AttentionRate a{std::string(tensor::dtype_info(kv).name), hd,
-                      measure_attention(kv, size_t(hd), heads, 1, kAttnDecodePositions, pool, timer),
+                      measure_attention(kv, size_t(hd), heads, 1, kAttnDecodePositions, pool, timer,
+                                        {buf.get(), bytes}),
                       measure_attention(kv, size_t(hd), heads, kAttnPrefillTokens, kAttnPrefillPositions, pool, timer)};
       k.attention.push_back(a);
       if (progress)
