@@ -103,6 +103,8 @@ ParamCount param_count(const model::Config& c);
 // q, k, v, o, gate, up, down per layer, then the LM head): a one-token matmul
 // computes one dot product, and pays one row's fixed cost, per row.
 double matmul_rows(const model::Config& c);
+// Matrices one pass multiplies by: 7 per layer and the LM head.
+double matmul_calls(const model::Config& c);
 
 // Bytes the weights occupy in memory: matrices at `weight_bytes` each, norm
 // gains at 4 bytes.

@@ -169,6 +169,7 @@ Hardware hardware_from_profile(const HwProfile& p, std::string_view origin) {
   h.mem_bytes = double(p.mem_bytes);
   h.memory = "system RAM";
   h.source = "kvlab probe, " + p.date + " (" + std::string(origin) + ")";
+  if (!p.kernels_error.empty()) h.source += "; its kernel figures are ignored: " + p.kernels_error;
   h.compute_note = "measured by kvlab probe: FMA and int8-dot loops on all threads";
   h.kernels = p.kernels;
   return h;

@@ -58,7 +58,8 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
   for (const json& e : j["matmul"]) {
     if (!e.is_object()) field_error(where, "matmul", "entries must be objects");
     k.matmul.push_back({text(e, where, "weights"), positive_number(e, where, "gemv_bytes_per_s"),
-                        non_negative(e, where, "gemv_row_s"), positive_number(e, where, "gemm_ops_per_s")});
+                        non_negative(e, where, "gemv_row_s"), non_negative(e, where, "gemv_call_s"),
+                        positive_number(e, where, "gemm_ops_per_s")});
   }
   if (!j.contains("attention") || !j["attention"].is_array()) field_error(where, "attention", "missing or not an array");
   for (const json& e : j["attention"]) {
@@ -134,7 +135,13 @@ HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin) 
       field_error(origin, "peak_int8_ops", "must be a non-negative number");
     p.peak_int8_ops = j["peak_int8_ops"].get<double>();
   }
-  if (j.contains("kernels")) p.kernels = parse_kernels(j["kernels"], origin);
+  if (j.contains("kernels")) {
+    try {
+      p.kernels = parse_kernels(j["kernels"], origin);
+    } catch (const Error& e) {
+      p.kernels_error = e.what();
+    }
+  }
   return p;
 }
 
@@ -158,6 +165,7 @@ std::string hw_profile_to_json(const HwProfile& p) {
       mm.push_back({{"weights", m.weights},
                     {"gemv_bytes_per_s", m.gemv_bytes_per_s},
                     {"gemv_row_s", m.gemv_row_s},
+                    {"gemv_call_s", m.gemv_call_s},
                     {"gemm_ops_per_s", m.gemm_ops_per_s}});
     for (const AttentionRate& a : p.kernels->attention)
       att.push_back({{"kv", a.kv},

@@ -26,6 +26,7 @@
 //       "matmul": [ { "weights": "q4_1",       // per weight dtype the engine has
 //                     "gemv_bytes_per_s": 3.1e11,  // decode (1 token): weights streamed from DRAM
 //                     "gemv_row_s": 2e-9,          // + this per weight row (fixed cost of a row)
+//                     "gemv_call_s": 3e-6,         // + this per matmul call (start and tail)
 //                     "gemm_ops_per_s": 9e12 } ],  // prefill (64 tokens, weights in cache), 2 op/MAC
 //       "attention": [ { "kv": "f16", "head_dim": 64,   // (4·head_dim + 6) FLOP per query-key pair
 //                        "decode_flops_per_s": 3e11,    // one token, 4096 positions
@@ -33,7 +34,8 @@
 //       "elementwise_flops_per_s": 1e11,       // norms, RoPE, SiLU·up, residual adds
 //       "dispatch_s": 5e-7 }                   // one thread-pool job: publish, wake, join
 //   }
-// Unknown keys are ignored, so later probes can add fields.
+// Unknown keys are ignored, so later probes can add fields; so is a "kernels"
+// object that does not parse (HwProfile::kernels_error says why).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -56,6 +58,7 @@ struct MatmulRate {
   std::string weights;          // weight dtype name ("q4_1")
   double gemv_bytes_per_s = 0;  // one-token matmul, weights from DRAM, long rows
   double gemv_row_s = 0;        // fixed seconds per weight row on top of the bytes
+  double gemv_call_s = 0;       // fixed seconds per matmul call (waking the pool, the first and last tiles)
   double gemm_ops_per_s = 0;    // 64-token matmul, weights in cache; 2 op per multiply-add
 };
 
@@ -90,7 +93,12 @@ struct HwProfile {
   std::vector<BandwidthPoint> mem_read_bw;
   double peak_fp32_flops = 0;
   double peak_int8_ops = 0;
-  std::optional<KernelRates> kernels;  // absent in profiles written before kernels were probed
+  // Absent in profiles written before kernels were probed. A "kernels"
+  // object this version cannot read (another probe version's) is left out,
+  // with the reason in kernels_error, rather than failing every command that
+  // loads the profile: the simulator then prices with its defaults.
+  std::optional<KernelRates> kernels;
+  std::string kernels_error;
 
   double best_read_bw() const;  // the highest point of mem_read_bw
 };

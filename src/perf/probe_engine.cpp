@@ -35,9 +35,8 @@ constexpr tensor::DType kWeightTypes[] = {tensor::DType::F32,  tensor::DType::F1
 constexpr tensor::DType kKvTypes[] = {tensor::DType::F32, tensor::DType::F16, tensor::DType::Q8_0};
 constexpr int kHeadDims[] = {64, 128};
 
-// GEMV rows: long rows price the bytes, short rows the fixed cost of a row.
-// Both shapes hold the same bytes per matrix, so they make as many matmul
-// calls and differ only in rows per byte (8x).
+// GEMV shapes: long rows price the bytes, short rows the fixed cost of a
+// row, small matrices of short rows the fixed cost of a matmul call.
 constexpr size_t kLongCols = 4096, kLongRows = 512;
 constexpr size_t kShortCols = 512, kShortRows = 4096;
 // GEMM: one 64-token tile (the engine's kTokenTile) against a 1024 x 1024
@@ -105,24 +104,28 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
   std::vector<float> x(kGemmTokens * kGemmDim, 0.5f), y(kGemmTokens * std::max(kGemmDim, kShortRows));
   fill_weights(t, buf, buf_bytes);
 
-  // One pass over the whole buffer (>= 2 x L3, so from DRAM) as matrices of
-  // `rows` x `cols`, one token each: the decode matmul.
-  auto pass = [&](size_t rows, size_t cols) {
-    const size_t mat = rows * *tensor::row_bytes(t, cols), n = buf_bytes / mat;
-    const double s = timer.median([&] {
+  // One pass over the buffer (>= 2 x L3, so from DRAM) as `n` matrices of
+  // `rows` x `cols`, one token each: the decode matmul. Seconds.
+  auto pass = [&](size_t rows, size_t cols, size_t n) {
+    const size_t mat = rows * *tensor::row_bytes(t, cols);
+    return timer.median([&] {
       for (size_t i = 0; i < n; ++i)
         kernels::matmul({t, buf + i * mat, rows, cols, mat / rows}, x.data(), 1, y.data(), pool, scratch);
     });
-    return std::pair<double, double>{s, double(n * rows)};  // seconds, rows per pass
   };
-  const size_t pass_bytes = buf_bytes / (kLongRows * *tensor::row_bytes(t, kLongCols)) *
-                            (kLongRows * *tensor::row_bytes(t, kLongCols));
-  const auto [t_long, rows_long] = pass(kLongRows, kLongCols);
-  const auto [t_short, rows_short] = pass(kShortRows, kShortCols);
-  // t = bytes / B + rows · t_row for both shapes (equal bytes): two equations,
-  // two unknowns. A negative t_row is noise around zero.
-  r.gemv_row_s = std::max(0.0, (t_short - t_long) / (rows_short - rows_long));
-  r.gemv_bytes_per_s = double(pass_bytes) / std::max(1e-9, t_long - rows_long * r.gemv_row_s);
+  // Three shapes over the same bytes: long rows (A), short rows (B: 8x the
+  // rows of A, as many calls), and B cut into matrices 8x smaller (C: as many
+  // rows as B, 8x the calls). t = bytes / rate + rows · t_row + calls · t_call
+  // for each: three equations, three unknowns. Negative costs are noise
+  // around zero.
+  const size_t n = buf_bytes / (kLongRows * *tensor::row_bytes(t, kLongCols));
+  const double bytes = double(n * kLongRows * *tensor::row_bytes(t, kLongCols));
+  const double t_a = pass(kLongRows, kLongCols, n), t_b = pass(kShortRows, kShortCols, n);
+  const double t_c = pass(kShortRows / 8, kShortCols, 8 * n);
+  r.gemv_call_s = std::max(0.0, (t_c - t_b) / double(7 * n));
+  r.gemv_row_s = std::max(0.0, (t_b - t_a) / double(n * (kShortRows - kLongRows)));
+  r.gemv_bytes_per_s =
+      bytes / std::max(1e-9, t_a - double(n * kLongRows) * r.gemv_row_s - double(n) * r.gemv_call_s);
 
   // Prefill: a 64-token tile against a cached matrix, 2 op per multiply-add.
   const kernels::WeightMatrix w{t, buf, kGemmDim, kGemmDim, *tensor::row_bytes(t, kGemmDim)};
@@ -228,7 +231,8 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
     const MatmulRate& r = k.matmul.back();
     if (progress)
       progress("probe: kvlab matmul " + r.weights + ": decode " + fmt_bandwidth(r.gemv_bytes_per_s) + " + " +
-               fmt_seconds(r.gemv_row_s) + " per row, prefill " + fmt_flops(r.gemm_ops_per_s));
+               fmt_seconds(r.gemv_row_s) + " per row + " + fmt_seconds(r.gemv_call_s) + " per call, prefill " +
+               fmt_flops(r.gemm_ops_per_s));
   }
   // 4 heads per thread, at least 16, in groups of kAttnGroup per KV head.
   const int heads = std::max(16, 4 * threads);

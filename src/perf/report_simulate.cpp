@@ -72,9 +72,11 @@ std::string render_md(const Simulation& s) {
     << " dense x " << fmt_num(s.opt.eff.compute, 2) << " = " << fmt_flops(s.machine.flops) << " |\n";
   o << "| bandwidth priced | " << fmt_bandwidth(s.machine.peak_bytes_per_s) << " x " << fmt_num(s.opt.eff.bandwidth, 2)
     << " = " << fmt_bandwidth(s.machine.bytes_per_s) << " |\n";
-  if (s.opt.eff.row_s > 0)
-    o << "| per weight row | " << fmt_seconds(s.opt.eff.row_s) << " x " << fmt_num(matmul_rows(s.model))
-      << " rows = " << fmt_seconds(s.opt.eff.row_s * matmul_rows(s.model)) << " per memory-bound pass |\n";
+  if (s.opt.eff.row_s > 0 || s.opt.eff.call_s > 0)
+    o << "| per weight row, per matmul | " << fmt_seconds(s.opt.eff.row_s) << " x " << fmt_num(matmul_rows(s.model))
+      << " rows + " << fmt_seconds(s.opt.eff.call_s) << " x " << fmt_num(matmul_calls(s.model)) << " matmuls = "
+      << fmt_seconds(s.opt.eff.row_s * matmul_rows(s.model) + s.opt.eff.call_s * matmul_calls(s.model))
+      << " per memory-bound pass |\n";
   o << "| attention priced | " << precision_name(s.machine.attention_precision) << " "
     << fmt_flops(s.machine.attention_peak_flops) << " x " << fmt_num(s.opt.eff.attention_or_compute(), 2) << " = "
     << fmt_flops(s.machine.attention_rate());
@@ -183,6 +185,7 @@ std::string render_json(const Simulation& s) {
         {"eff_elementwise", s.opt.eff.elementwise_or_compute()},
         {"threads", s.opt.eff.threads},
         {"row_us", s.opt.eff.row_s * 1e6},
+        {"call_us", s.opt.eff.call_s * 1e6},
         {"layer_overhead_us", s.opt.eff.layer_overhead_s * 1e6},
         {"eff_source", s.opt.eff.source}}},
       {"machine",

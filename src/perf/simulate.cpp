@@ -38,6 +38,7 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
   if (!(eff.layer_overhead_s >= 0 && eff.layer_overhead_s < 1))
     throw Error("per-layer overhead must be in [0, 1) s, got " + fmt_num(eff.layer_overhead_s));
   if (!(eff.row_s >= 0 && eff.row_s < 1e-3)) throw Error("per-row cost must be in [0, 1) ms, got " + fmt_num(eff.row_s));
+  if (!(eff.call_s >= 0 && eff.call_s < 1)) throw Error("per-call cost must be in [0, 1) s, got " + fmt_num(eff.call_s));
   Machine m;
   m.peak_flops = hw.compute_peak(wanted, &m.precision);
   m.peak_bytes_per_s = hw.mem_bw;
@@ -45,6 +46,7 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
   m.bytes_per_s = m.peak_bytes_per_s * eff.bandwidth;
   m.layer_overhead_s = eff.layer_overhead_s;
   m.row_s = eff.row_s;
+  m.call_s = eff.call_s;
   m.attention_peak_flops = hw.compute_peak(attention.value_or(wanted), &m.attention_precision);
   m.attention_flops = m.attention_peak_flops * eff.attention_or_compute();
   m.attention_decode_flops = m.attention_peak_flops * eff.attention_decode_or_attention();
@@ -70,7 +72,8 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   // takes the sum (a single max over the whole pass would let attention's
   // FLOPs hide under the weights' bytes).
   const double dense_compute = (all.flops - attn_flops - ew_flops) / m.flops + ew_flops / m.elementwise_rate();
-  const double dense_memory = all.weight_bytes / m.bytes_per_s + matmul_rows(c) * m.row_s;
+  const double dense_memory =
+      all.weight_bytes / m.bytes_per_s + matmul_rows(c) * m.row_s + matmul_calls(c) * m.call_s;
   // One task per (token, head), handed out dynamically: the slowest of n
   // threads runs ceil(tasks / n) of them, not tasks / n (decode: 9 heads on
   // 2 threads, 5 against 4.5).
@@ -107,6 +110,7 @@ Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::str
   Efficiency e;
   e.bandwidth = fraction(mm->gemv_bytes_per_s, hw.mem_bw);
   e.row_s = mm->gemv_row_s;
+  e.call_s = mm->gemv_call_s;
   e.compute = fraction(mm->gemm_ops_per_s, hw.compute_peak(dense_precision(hw, weight_format(weights)), nullptr));
   const double attention_peak = hw.compute_peak(kv_format(kv).compute, nullptr);
   e.attention = fraction(at->prefill_flops_per_s, attention_peak);

@@ -5,7 +5,8 @@
 //
 //   t(pass) = max(matmul FLOPs / (peak · eff_compute)
 //                   + element-wise FLOPs / (fp32 peak · eff_elementwise),
-//                 weight bytes / (peak_bw · eff_bandwidth) + weight rows · row_s)
+//                 weight bytes / (peak_bw · eff_bandwidth) + weight rows · row_s
+//                   + matmuls · call_s)
 //           + max(attention FLOPs / (attention peak · eff_attention) · tail,
 //                 KV bytes / (peak_bw · eff_bandwidth))
 //           + n_layer · layer_overhead
@@ -52,9 +53,10 @@ struct Efficiency {
   // Fraction of the fp32 peak the element-wise ops (norms, RoPE, SiLU·up,
   // residual adds) sustain; unset: `compute`.
   std::optional<double> elementwise{};
-  // Fixed seconds per weight row of a memory-bound matmul, on top of its
-  // bytes (a row's reduction and store, a new stream); 0 unless measured.
-  double row_s = 0;
+  // Fixed seconds per weight row and per matmul call of a memory-bound
+  // matmul, on top of its bytes (a row's reduction and store, a new stream;
+  // waking the pool, the first and the last tiles); 0 unless measured.
+  double row_s = 0, call_s = 0;
   // Threads the engine splits attention over, one task per (token, head);
   // 0: unknown, no tail.
   int threads = 0;
@@ -69,7 +71,7 @@ struct Efficiency {
 // timed (Hardware::kernels: "this" after a probe) and a `weights` format it
 // timed, they are the measured rates over the hardware's peaks:
 //   bandwidth  = one-token matmul bytes/s / best read bandwidth
-//   row_s      = its fixed cost per weight row
+//   row_s, call_s = its fixed costs per weight row and per call
 //   compute    = 64-token matmul op/s / peak of dense_precision()
 //   attention, attention_decode = attention FLOP/s, 64-token and one-token shapes (this KV
 //                format, nearest head width) / peak of the KV format's precision
@@ -94,6 +96,7 @@ struct Machine {
   double bytes_per_s = 0;       // peak_bytes_per_s · eff.bandwidth
   double layer_overhead_s = 0;
   double row_s = 0;             // eff.row_s
+  double call_s = 0;            // eff.call_s
   Precision precision = Precision::BF16;
   // Attention over the context, priced at its own precision and efficiency,
   // and the element-wise ops at fp32 (0: at `flops`).
@@ -115,7 +118,7 @@ struct PassTime {
   double flops = 0;
   double bytes = 0;        // weights + KV
   double compute_s = 0;    // the compute terms of both groups
-  double memory_s = 0;     // bytes / machine.bytes_per_s + rows · row_s
+  double memory_s = 0;     // bytes / machine.bytes_per_s + rows · row_s + matmuls · call_s
   double dense_s = 0;      // the dense group's roofline time
   double attention_s = 0;  // the attention group's
   double overhead_s = 0;   // n_layer · layer_overhead

@@ -92,16 +92,18 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   //   attention FLOPs    2 layers · 44 FLOP · 4 pairs = 352
   //   weight bytes       1392 + 8 (one embedding row) = 1400
   //   KV bytes           per layer: K and V written 8 + 8, read 32 + 32: 2 · 80 = 160
-  //   weight rows        138 (perf_cost_test)
+  //   weight rows, calls 138, 15 (perf_cost_test)
   // Matmuls at 1000 FLOP/s, element-wise at 212, attention at 100 (one
-  // token: the decode rate), 1000 bytes/s, 0.01 s per weight row:
-  //   dense      max(2.464 + 2, 1.4 + 1.38) = 4.464 s  (compute)
+  // token: the decode rate), 1000 bytes/s, 0.01 s per weight row, 0.02 s
+  // per matmul call:
+  //   dense      max(2.464 + 2, 1.4 + 1.38 + 0.3) = 4.464 s  (compute)
   //   attention  max(3.52, 0.16)            = 3.52 s   (compute)
   // One roofline over the whole pass would give max(3.24, 1.56) = 3.24 s.
   Machine m = ideal(1e3, 1e3);
   m.elementwise_flops = 212;
   m.attention_decode_flops = 100;
   m.row_s = 0.01;
+  m.call_s = 0.02;
   Pass p;
   p.past = 3;
   p.weight_bytes = 1.0;
@@ -113,7 +115,7 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   EXPECT_DOUBLE_EQ(t.attention_s, 3.52);
   EXPECT_DOUBLE_EQ(t.seconds, 4.464 + 3.52);
   EXPECT_DOUBLE_EQ(t.compute_s, 4.464 + 3.52);
-  EXPECT_DOUBLE_EQ(t.memory_s, 1.4 + 1.38 + 0.16);
+  EXPECT_DOUBLE_EQ(t.memory_s, 1.4 + 1.38 + 0.3 + 0.16);
   EXPECT_EQ(t.bound, Bound::Compute);
   // Two tokens (positions 3 and 4 see 4 + 5 = 9 positions): the many-token
   // attention rate, here unset, so the matmul one: 2 · 44 · 9 = 792 FLOP at
@@ -128,8 +130,8 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
 }
 
 // A probed machine: 20 GB/s, 100 GFLOP/s fp32, 200 Gop/s int8, and kvlab's
-// kernels on 2 threads: q4_1 matmul at 5 GB/s + 20 ns per row (decode) and
-// 50 Gop/s (prefill); f16 attention at 10 (decode) and 15 (prefill) GFLOP/s
+// kernels on 2 threads: q4_1 matmul at 5 GB/s + 20 ns per row + 3 us per
+// call (decode) and 50 Gop/s (prefill); f16 attention at 10 (decode) and 15 (prefill) GFLOP/s
 // for head_dim 64, 20 and 25 for 128; element-wise ops at 3 GFLOP/s; 1 us
 // per thread-pool job.
 Hardware probed() {
@@ -142,7 +144,7 @@ Hardware probed() {
   p.mem_read_bw = {{1, 1.5e10}, {2, 2e10}};
   p.peak_fp32_flops = 1e11;
   p.peak_int8_ops = 2e11;
-  p.kernels = KernelRates{2, {{"q4_1", 5e9, 2e-8, 5e10}}, {{"f16", 64, 1e10, 1.5e10}, {"f16", 128, 2e10, 2.5e10}},
+  p.kernels = KernelRates{2, {{"q4_1", 5e9, 2e-8, 3e-6, 5e10}}, {{"f16", 64, 1e10, 1.5e10}, {"f16", 128, 2e10, 2.5e10}},
                           3e9, 1e-6};
   return hardware_from_profile(p, "test");
 }
@@ -161,6 +163,7 @@ TEST(PerfSimulate, EfficienciesOfAProbedMachineAreItsKernelsOverItsPeaks) {
   EXPECT_DOUBLE_EQ(*e.attention_decode, 1e10 / 1e11);
   EXPECT_DOUBLE_EQ(*e.elementwise, 3e9 / 1e11);
   EXPECT_DOUBLE_EQ(e.row_s, 2e-8);
+  EXPECT_DOUBLE_EQ(e.call_s, 3e-6);
   EXPECT_EQ(e.threads, 2);
   EXPECT_DOUBLE_EQ(e.layer_overhead_s, 6e-6);  // 6 element-wise thread-pool jobs per layer
   EXPECT_NE(e.source.find("kvlab probe"), std::string::npos) << e.source;
@@ -207,7 +210,7 @@ TEST(PerfSimulate, AProbedMachinePricesEachGroupAtItsOwnRate) {
   p.weight_bytes = s.weight_bits / 8;
   const Cost cost = forward_cost(c, p);
   const PassTime& d = s.steps[0].cached;
-  EXPECT_DOUBLE_EQ(d.dense_s, cost.total().weight_bytes / 5e9 + matmul_rows(c) * 2e-8);
+  EXPECT_DOUBLE_EQ(d.dense_s, cost.total().weight_bytes / 5e9 + matmul_rows(c) * 2e-8 + matmul_calls(c) * 3e-6);
   EXPECT_DOUBLE_EQ(d.attention_s,
                    (cost[Op::Scores].flops + cost[Op::Softmax].flops + cost[Op::AttnV].flops) / 1e10 * 10 / 9);
   EXPECT_EQ(d.bound, Bound::Memory);

@@ -263,6 +263,7 @@ TEST(Probe, QuickProbeFillsEveryField) {
       EXPECT_GT(v, 0) << w;
     }
     EXPECT_GE(m->gemv_row_s, 0) << w;
+    EXPECT_GE(m->gemv_call_s, 0) << w;
   }
   for (const AttentionRate& a : p.kernels->attention)
     for (double v : {a.decode_flops_per_s, a.prefill_flops_per_s}) {
