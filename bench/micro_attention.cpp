@@ -1,12 +1,12 @@
-// attend (kernels/attention.h): one query head over n_pos cached positions,
-// per KV type (f16, f32, q8_0) and ISA, with SmolLM2-135M's geometry
-// (head_dim 64, 3 KV heads, so consecutive positions are 3*64 elements apart
-// in the cache).
+// attend (kernels/attention.h): one group of query heads over n_pos cached
+// positions of their KV head, per KV type (f16, f32, q8_0) and ISA, with
+// SmolLM2-135M's geometry (head_dim 64, 3 query heads per KV head, 3 KV
+// heads, so consecutive positions are 3*64 elements apart in the cache).
 //
 //   attend/<kv type>/pos:<n>/<isa>
 //
 // bytes/s counts the K and V rows read (2 * n_pos * one head's row bytes);
-// at pos:4096 with f16 that is 1 MiB per head, more than L2 on most CPUs.
+// at pos:4096 with f16 that is 1 MiB per KV head, more than L2 on most CPUs.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -20,6 +20,7 @@ namespace {
 using tensor::DType;
 constexpr size_t kHeadDim = 64;
 constexpr size_t kKvHeads = 3;
+constexpr int kGroup = 3;
 
 void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa isa) {
   use_isa(isa);
@@ -37,17 +38,16 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
   kv.v = v.data() + head_bytes;
   kv.row_stride = row_stride;
   kv.type = kv_type;
-  const auto q = random_floats(kHeadDim, 5);
-  std::vector<uint8_t> q_conv(kHeadDim * 4);
-  std::vector<float> scores(static_cast<size_t>(n_pos)), out(kHeadDim);
+  const auto q = random_floats(kGroup * kHeadDim, 5);
+  std::vector<float> scratch(kernels::attn_scratch_floats(kGroup, kHeadDim)), out(kGroup * kHeadDim);
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    kernels::attend(q.data(), kv, n_pos, kHeadDim, scale, q_conv.data(), scores.data(), out.data());
+    kernels::attend(q.data(), kGroup, kv, n_pos, kHeadDim, scale, scratch.data(), out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   state.counters["bytes/s"] = rate(2.0 * double(n_pos) * double(head_bytes));
-  state.counters["FLOP/s"] = rate(4.0 * double(n_pos) * double(kHeadDim));  // q·k and p·v
+  state.counters["FLOP/s"] = rate(4.0 * kGroup * double(n_pos) * double(kHeadDim));  // q·k and p·v
   state.counters["pos/s"] = rate(double(n_pos));
 }
 

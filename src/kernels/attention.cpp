@@ -1,68 +1,217 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
 
 #include "common/error.h"
 #include "kernels/dot.h"
-#include "kernels/ops.h"
-#include "tensor/blocks.h"
-#include "tensor/half.h"
 
 namespace kvlab::kernels {
 
-namespace scalar {
 namespace {
-void axpy_f32(float a, const void* row, float* y, size_t n) {
-  auto* x = static_cast<const float*>(row);
-  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+
+using tensor::DType;
+
+// The largest head_dim the generic accumulate dequantizes on the stack.
+constexpr size_t kMaxHeadDim = 1024;
+
+// Generic pieces, one instance per KV type (see attention.h).
+template <DType T>
+void prepare_q_generic(const float* q, size_t head_dim, void* out) {
+  dot_kernel(T).quantize_act(q, out, head_dim);
 }
-void axpy_f16(float a, const void* row, float* y, size_t n) {
-  auto* x = static_cast<const uint16_t*>(row);
-  for (size_t i = 0; i < n; ++i) y[i] += a * tensor::f16_to_f32(x[i]);
-}
-void axpy_q8_0(float a, const void* row, float* y, size_t n) {
-  auto* b = static_cast<const tensor::BlockQ8_0*>(row);
-  for (size_t i = 0; i < n / tensor::kQK; ++i) {
-    const float ad = a * tensor::f16_to_f32(b[i].d);
-    for (int j = 0; j < tensor::kQK; ++j) y[i * tensor::kQK + size_t(j)] += ad * float(b[i].qs[j]);
+
+template <DType T>
+void scores_generic(const void* q, size_t q_stride, int group, const uint8_t* k, size_t row_stride, int n,
+                    size_t head_dim, float scale, float* s, size_t ld) {
+  const DotKernel& dk = dot_kernel(T);
+  for (int g = 0; g < group; ++g) {
+    const void* qg = static_cast<const uint8_t*>(q) + size_t(g) * q_stride;
+    for (int j = 0; j < n; ++j) s[size_t(g) * ld + size_t(j)] = dk.dot(k + size_t(j) * row_stride, qg, head_dim) * scale;
   }
 }
+
+float exp_sum_generic(float* x, size_t n, float m) {
+  float sum = 0.f;
+  for (size_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - m));
+  return sum;
+}
+
+template <DType T>
+void accumulate_generic(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n,
+                        size_t head_dim, float* o) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(T);
+  float row[kMaxHeadDim];
+  for (int j = 0; j < n; ++j) {
+    info.dequantize(v + size_t(j) * row_stride, row, head_dim);
+    for (int g = 0; g < group; ++g) {
+      const float pj = p[size_t(g) * ld + size_t(j)];
+      float* og = o + size_t(g) * head_dim;
+      for (size_t d = 0; d < head_dim; ++d) og[d] += pj * row[d];
+    }
+  }
+}
+
+template <DType T>
+AttnKernel generic_kernel() {
+  return {prepare_q_generic<T>, scores_generic<T>, exp_sum_generic, accumulate_generic<T>};
+}
+
+AttnKernel with_fallbacks(AttnKernel k, const AttnKernel& generic) {
+  if (!k.prepare_q) k.prepare_q = generic.prepare_q;
+  if (!k.scores) k.scores = generic.scores;
+  if (!k.exp_sum) k.exp_sum = generic.exp_sum;
+  if (!k.accumulate) k.accumulate = generic.accumulate;
+  return k;
+}
+
+// The generic kernel, or the ISA's with generic fallbacks, per KV type.
+struct AttnTable {
+  AttnKernel f32, f16, q8_0;
+  explicit AttnTable(bool simd)
+      : f32(pick<DType::F32>(simd)), f16(pick<DType::F16>(simd)), q8_0(pick<DType::Q8_0>(simd)) {}
+  template <DType T>
+  static AttnKernel pick(bool simd) {
+    return simd ? with_fallbacks(avx2::find_attn(T), generic_kernel<T>()) : generic_kernel<T>();
+  }
+};
+
+// The first row of position `pos` in a paged or contiguous view.
+const uint8_t* row_at(const uint8_t* base, const KvView& kv, int pos) {
+  if (!kv.blocks) return base + size_t(pos) * kv.row_stride;
+  return base + size_t(kv.blocks[pos / kv.block_tokens]) * kv.block_stride +
+         size_t(pos % kv.block_tokens) * kv.row_stride;
+}
+
+// Calls fn(first position, row count, first row) for the runs of rows that
+// lie one after another in memory within [p0, p1).
+template <class Fn>
+void for_each_run(const uint8_t* base, const KvView& kv, int p0, int p1, Fn&& fn) {
+  const int run = kv.blocks ? kv.block_tokens : p1 - p0;
+  for (int j = p0; j < p1;) {
+    const int end = kv.blocks ? std::min(p1, (j / run + 1) * run) : p1;
+    fn(j, end - j, row_at(base, kv, j));
+    j = end;
+  }
+}
+
 }  // namespace
-AxpyFn find_axpy(tensor::DType t) {
-  if (t == tensor::DType::F32) return axpy_f32;
-  if (t == tensor::DType::F16) return axpy_f16;
-  if (t == tensor::DType::Q8_0) return axpy_q8_0;
-  return nullptr;
-}
-}  // namespace scalar
 
-AxpyFn axpy_kernel(tensor::DType t) {
-  AxpyFn f = active_isa() != Isa::Scalar ? avx2::find_axpy(t) : nullptr;
-  if (!f) f = scalar::find_axpy(t);
-  if (!f) throw Error("no attention kernel for KV type " + std::string(tensor::dtype_info(t).name));
-  return f;
+const AttnKernel& attn_kernel(DType kv_type, size_t head_dim) {
+  static const AttnTable generic_table(false), simd_table(true);
+  const bool simd = active_isa() != Isa::Scalar && head_dim % 16 == 0;
+  const AttnTable& t = simd ? simd_table : generic_table;
+  if (kv_type == DType::F32) return t.f32;
+  if (kv_type == DType::F16) return t.f16;
+  if (kv_type == DType::Q8_0) return t.q8_0;
+  throw Error("no attention kernel for KV type " + std::string(tensor::dtype_info(kv_type).name));
 }
 
-void attend(const float* q, const KvView& kv, int n_pos, size_t head_dim, float scale, void* q_conv,
-            float* scores, float* out) {
-  // q meets K in K's own format (f16 K: q rounded to f16), as the matmul
-  // kernels pair activations with weights.
-  const DotKernel& dk = dot_kernel(kv.type);
-  dk.quantize_act(q, q_conv, head_dim);
-  const int run = kv.blocks ? kv.block_tokens : n_pos;  // rows stored one after another
-  auto block_offset = [&](int first) { return kv.blocks ? size_t(kv.blocks[first / run]) * kv.block_stride : 0; };
-  for (int b = 0; b < n_pos; b += run) {
-    const uint8_t* k = kv.k + block_offset(b);
-    for (int j = b; j < std::min(n_pos, b + run); ++j, k += kv.row_stride)
-      scores[j] = dk.dot(k, q_conv, head_dim) * scale;
+void attend_chunk(const float* q, int group, const KvView& kv, int n_pos, int chunk, size_t head_dim, float scale,
+                  float* scratch, float* partial) {
+  if (head_dim > kMaxHeadDim) throw Error("attention: head_dim " + std::to_string(head_dim) + " is over the limit");
+  const AttnKernel& ak = attn_kernel(kv.type, head_dim);
+  const size_t G = size_t(group), C = size_t(kAttnChunk);
+  float* q_conv = scratch;            // G x head_dim*4 bytes
+  float* s = scratch + G * head_dim;  // G x kAttnChunk scores, then probabilities
+  const int p0 = chunk * kAttnChunk, p1 = std::min(n_pos, p0 + kAttnChunk), n = p1 - p0;
+  for (size_t g = 0; g < G; ++g) ak.prepare_q(q + g * head_dim, head_dim, q_conv + g * head_dim);
+  for_each_run(kv.k, kv, p0, p1, [&](int j, int rows, const uint8_t* k) {
+    ak.scores(q_conv, head_dim * sizeof(float), group, k, kv.row_stride, rows, head_dim, scale, s + (j - p0), C);
+  });
+  float* m = partial;
+  float* l = partial + G;
+  float* o = partial + 2 * G;
+  for (size_t g = 0; g < G; ++g) {
+    m[g] = *std::max_element(s + g * C, s + g * C + n);
+    l[g] = ak.exp_sum(s + g * C, size_t(n), m[g]);
   }
-  softmax(scores, size_t(n_pos));
-  const AxpyFn axpy = axpy_kernel(kv.type);
-  for (size_t d = 0; d < head_dim; ++d) out[d] = 0.f;
-  for (int b = 0; b < n_pos; b += run) {
-    const uint8_t* v = kv.v + block_offset(b);
-    for (int j = b; j < std::min(n_pos, b + run); ++j, v += kv.row_stride) axpy(scores[j], v, out, head_dim);
+  std::fill(o, o + G * head_dim, 0.f);
+  for_each_run(kv.v, kv, p0, p1, [&](int j, int rows, const uint8_t* v) {
+    ak.accumulate(s + (j - p0), C, group, v, kv.row_stride, rows, head_dim, o);
+  });
+}
+
+void attn_partial_reset(float* acc, int group, size_t head_dim) {
+  const size_t G = size_t(group);
+  std::fill(acc, acc + G, -std::numeric_limits<float>::infinity());
+  std::fill(acc + G, acc + attn_partial_floats(group, head_dim), 0.f);
+}
+
+void attn_partial_merge(float* acc, const float* partial, int group, size_t head_dim) {
+  const size_t G = size_t(group);
+  for (size_t g = 0; g < G; ++g) {
+    const float m = std::max(acc[g], partial[g]);
+    const float a = std::exp(acc[g] - m), b = std::exp(partial[g] - m);  // a = 0 for an empty acc
+    acc[g] = m;
+    acc[G + g] = acc[G + g] * a + partial[G + g] * b;
+    float* o = acc + 2 * G + g * head_dim;
+    const float* po = partial + 2 * G + g * head_dim;
+    for (size_t d = 0; d < head_dim; ++d) o[d] = o[d] * a + po[d] * b;
   }
+}
+
+void attn_partial_finish(const float* acc, int group, size_t head_dim, float* out) {
+  const size_t G = size_t(group);
+  for (size_t g = 0; g < G; ++g) {
+    const float inv = 1.0f / acc[G + g];
+    const float* o = acc + 2 * G + g * head_dim;
+    for (size_t d = 0; d < head_dim; ++d) out[g * head_dim + d] = o[d] * inv;
+  }
+}
+
+void attend(const float* q, int group, const KvView& kv, int n_pos, size_t head_dim, float scale, float* scratch,
+            float* out) {
+  const size_t part = attn_partial_floats(group, head_dim);
+  float* partial = scratch + size_t(group) * (head_dim + size_t(kAttnChunk));
+  float* acc = partial + part;
+  attn_partial_reset(acc, group, head_dim);
+  for (int c = 0; c < attn_chunks(n_pos); ++c) {
+    attend_chunk(q, group, kv, n_pos, c, head_dim, scale, scratch, partial);
+    attn_partial_merge(acc, partial, group, head_dim);
+  }
+  attn_partial_finish(acc, group, head_dim, out);
+}
+
+AttnScratch::AttnScratch(int group, size_t head_dim, int n_threads, int n_ctx)
+    : per_thread(size_t(n_threads) * attn_scratch_floats(group, head_dim)), split_below(2 * size_t(n_threads)) {
+  // A split batch has fewer than split_below items, each with up to
+  // attn_chunks(n_ctx) partials.
+  partials.resize((split_below - 1) * size_t(attn_chunks(n_ctx)) * attn_partial_floats(group, head_dim));
+}
+
+void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, float scale, ThreadPool& pool,
+                  AttnScratch& scratch) {
+  const size_t per_thread = attn_scratch_floats(group, head_dim), part = attn_partial_floats(group, head_dim);
+  if (size_t(pool.size()) * per_thread > scratch.per_thread.size())
+    throw Error("attention: the scratch was sized for fewer threads");
+  auto thread_scratch = [&](int thread) { return &scratch.per_thread[size_t(thread) * per_thread]; };
+  if (items.size() >= scratch.split_below) {
+    pool.run(items.size(), [&](size_t i, int thread) {
+      const AttnItem& it = items[i];
+      attend(it.q, group, it.kv, it.n_pos, head_dim, scale, thread_scratch(thread), it.out);
+    });
+    return;
+  }
+  std::vector<size_t> first(items.size() + 1, 0);  // first chunk task of each item
+  for (size_t i = 0; i < items.size(); ++i) first[i + 1] = first[i] + size_t(attn_chunks(items[i].n_pos));
+  if (first.back() * part > scratch.partials.size())
+    throw Error("attention over more positions than the scratch was sized for");
+  pool.run(first.back(), [&](size_t task, int thread) {
+    const size_t i = size_t(std::upper_bound(first.begin(), first.end(), task) - first.begin()) - 1;
+    const AttnItem& it = items[i];
+    attend_chunk(it.q, group, it.kv, it.n_pos, int(task - first[i]), head_dim, scale, thread_scratch(thread),
+                 &scratch.partials[task * part]);
+  });
+  pool.run(items.size(), [&](size_t i, int thread) {
+    float* acc = thread_scratch(thread);
+    attn_partial_reset(acc, group, head_dim);
+    for (size_t task = first[i]; task < first[i + 1]; ++task)
+      attn_partial_merge(acc, &scratch.partials[task * part], group, head_dim);
+    attn_partial_finish(acc, group, head_dim, items[i].out);
+  });
 }
 
 }  // namespace kvlab::kernels

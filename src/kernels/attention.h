@@ -1,15 +1,30 @@
-// Causal scaled dot-product attention for one query head over the cached
-// positions of its sequence (Vaswani et al. 2017):
-//   out = sum_j softmax_j(q·k_j * scale) v_j,   j = 0 .. n_pos-1
-// It streams over the KV rows: the scores of one head need n_pos floats of
-// scratch, never an n×n matrix, in decode and prefill alike.
+// Causal scaled dot-product attention (Vaswani et al. 2017) of the G query
+// heads that share one KV head (grouped-query attention), over the cached
+// positions of their sequence:
+//   out_g = sum_j softmax_j(q_g·k_j * scale) v_j,   j = 0 .. n_pos-1
+//
+// It streams over the KV rows and never forms an n×n matrix. Each K and V row
+// is read once for the whole group, not once per query head. The positions
+// are cut into fixed chunks of kAttnChunk; each chunk gives a partial result
+// (the chunk's max score m, sum of exponentials l and unnormalised output o),
+// and partials are merged in chunk order with the log-sum-exp rescaling of
+// flash-decoding (Dao et al. 2023):
+//   M = max(m1, m2),  L = l1·e^(m1-M) + l2·e^(m2-M),  O = o1·e^(m1-M) + o2·e^(m2-M)
+// Chunks can run on different threads (a decode step at a long position) or
+// one after another (prefill): the arithmetic is the same either way, so a
+// token's attention does not depend on the batch or the thread count.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
+#include "kernels/thread_pool.h"
 #include "tensor/dtype.h"
 
 namespace kvlab::kernels {
+
+constexpr int kAttnChunk = 128;  // positions per partial result
 
 // The K and V rows of one KV head of one sequence. Positions are grouped in
 // blocks of `block_tokens` consecutive rows (`row_stride` apart); logical
@@ -25,16 +40,75 @@ struct KvView {
   size_t block_stride = 0;
 };
 
-// q: head_dim floats. q_conv: scratch of head_dim*4 bytes for q in the K
-// type's activation format (f16 K: f16 q; q8_0 K: q8_0 q, as the matmuls do).
-// scores: scratch of n_pos floats. out: head_dim floats.
-void attend(const float* q, const KvView& kv, int n_pos, size_t head_dim, float scale, void* q_conv,
-            float* scores, float* out);
+// A partial result for G heads of head_dim floats, laid out as
+// [m_0 .. m_{G-1}, l_0 .. l_{G-1}, o_0 (head_dim), .., o_{G-1}].
+inline size_t attn_partial_floats(int group, size_t head_dim) { return size_t(group) * (head_dim + 2); }
+// Scratch floats that attend_chunk and attend need (q in K's format and
+// one chunk's scores for each head, then two partials for attend).
+inline size_t attn_scratch_floats(int group, size_t head_dim) {
+  return size_t(group) * (head_dim + size_t(kAttnChunk)) + 2 * attn_partial_floats(group, head_dim);
+}
+inline int attn_chunks(int n_pos) { return (n_pos + kAttnChunk - 1) / kAttnChunk; }
 
-// y += a * row, with row in f32, f16 or q8_0. Per-ISA, like the dot products.
-using AxpyFn = void (*)(float a, const void* row, float* y, size_t n);
-AxpyFn axpy_kernel(tensor::DType row_type);
-namespace scalar { AxpyFn find_axpy(tensor::DType t); }
-namespace avx2 { AxpyFn find_axpy(tensor::DType t); }
+// The partial of chunk `chunk` (positions chunk*kAttnChunk .. up to n_pos).
+// q: G heads of head_dim floats, one after another.
+void attend_chunk(const float* q, int group, const KvView& kv, int n_pos, int chunk, size_t head_dim, float scale,
+                  float* scratch, float* partial);
+// Folds `partial` into the running `acc` (both laid out as above); an empty
+// acc is made by attn_partial_reset.
+void attn_partial_reset(float* acc, int group, size_t head_dim);
+void attn_partial_merge(float* acc, const float* partial, int group, size_t head_dim);
+// out_g = o_g / l_g.
+void attn_partial_finish(const float* acc, int group, size_t head_dim, float* out);
+// All chunks of n_pos in order, merged: out is G heads of head_dim floats.
+void attend(const float* q, int group, const KvView& kv, int n_pos, size_t head_dim, float scale, float* scratch,
+            float* out);
+
+// One query group's attention in a batch: G heads of q, their KV head's
+// rows, the positions they see, and where the G outputs go.
+struct AttnItem {
+  const float* q;
+  KvView kv;
+  int n_pos;
+  float* out;
+};
+// Per-thread scratch and chunk partials for attend_batch.
+struct AttnScratch {
+  std::vector<float> per_thread;  // threads x attn_scratch_floats
+  std::vector<float> partials;    // chunk partials of a split batch
+  AttnScratch(int group, size_t head_dim, int n_threads, int n_ctx);
+  // Batches with fewer items than this spread each item's chunks over the
+  // threads (a decode step of one or two streams), then merge them in order.
+  size_t split_below;
+};
+// All items on the pool, with the same arithmetic whether an item's chunks
+// run on one thread or many.
+void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, float scale, ThreadPool& pool,
+                  AttnScratch& scratch);
+
+// The per-ISA pieces of a chunk, for one KV type:
+//  prepare_q: q in the form `scores` reads (f16 K: q rounded to f16, as
+//             the matmuls pair activations with weights), head_dim*4 bytes;
+//  scores:    s[g*ld + j] = scale * q_g·k_j for the n rows from `k`;
+//  exp_sum:   x_i = e^(x_i - m), returns the sum;
+//  accumulate: o_g += sum_j p[g*ld + j] * v_j.
+struct AttnKernel {
+  void (*prepare_q)(const float* q, size_t head_dim, void* out);
+  void (*scores)(const void* q, size_t q_stride, int group, const uint8_t* k, size_t row_stride, int n,
+                 size_t head_dim, float scale, float* s, size_t ld);
+  float (*exp_sum)(float* x, size_t n, float m);
+  void (*accumulate)(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n,
+                     size_t head_dim, float* o);
+};
+// The active ISA's kernel for this KV type and head size (SIMD pieces need
+// head_dim to be a multiple of 16); throws kvlab::Error for a KV type
+// without one.
+const AttnKernel& attn_kernel(tensor::DType kv_type, size_t head_dim);
+
+// Per-ISA tables. A nullptr member falls back to the generic piece: q in the
+// K type's activation format and the active ISA's dot product for scores,
+// scalar code for the rest. With the scalar ISA active, the generic kernel is
+// the reference the SIMD ones are tested against.
+namespace avx2 { AttnKernel find_attn(tensor::DType t); }
 
 }  // namespace kvlab::kernels

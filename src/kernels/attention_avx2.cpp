@@ -1,45 +1,239 @@
-// AVX2/F16C value accumulation for attention (see attention.h).
+// AVX2/FMA/F16C attention pieces (see attention.h). Every K and V row is
+// widened to f32 once and used for all the query heads of its group, which
+// stay in registers (up to 4 heads at a time).
 #include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "kernels/attention.h"
 #include "tensor/blocks.h"
 
 namespace kvlab::kernels::avx2 {
 namespace {
-void axpy_f32(float a, const void* row, float* y, size_t n) {
-  auto* x = static_cast<const float*>(row);
-  const __m256 va = _mm256_set1_ps(a);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
-}
-void axpy_f16(float a, const void* row, float* y, size_t n) {
-  auto* x = static_cast<const uint16_t*>(row);
-  const __m256 va = _mm256_set1_ps(a);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 vx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, vx, _mm256_loadu_ps(y + i)));
+
+using tensor::DType;
+
+// 8 consecutive elements of a row from element d, widened to f32. For q8_0
+// the block scale is left out (see scale()); 8 elements never cross a block.
+template <DType T>
+__m256 load8(const uint8_t* row, size_t d) {
+  if constexpr (T == DType::F32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  } else if constexpr (T == DType::F16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row) + d / 8));
+  } else {
+    const auto* b = reinterpret_cast<const tensor::BlockQ8_0*>(row) + d / tensor::kQK;
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->qs + d % tensor::kQK));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
   }
-  for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
-// One q8_0 block: 32 int8 widened to float in 4 groups of 8, scaled by a*d.
-void axpy_q8_0(float a, const void* row, float* y, size_t n) {
-  auto* b = static_cast<const tensor::BlockQ8_0*>(row);
-  for (size_t i = 0; i < n / tensor::kQK; ++i, y += tensor::kQK) {
-    const __m256 ad = _mm256_set1_ps(a * _cvtsh_ss(b[i].d));
-    for (int k = 0; k < 4; ++k) {
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[i].qs + 8 * k));
-      const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-      _mm256_storeu_ps(y + 8 * k, _mm256_fmadd_ps(ad, v, _mm256_loadu_ps(y + 8 * k)));
+// The factor load8's elements at d carry: the q8_0 block scale, else 1.
+template <DType T>
+float scale(const uint8_t* row, size_t d) {
+  if constexpr (T == DType::Q8_0) {
+    return _cvtsh_ss(reinterpret_cast<const tensor::BlockQ8_0*>(row)[d / tensor::kQK].d);
+  } else {
+    return 1.0f;
+  }
+}
+
+float hsum(__m256 v) {
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  a = _mm_add_ss(a, _mm_movehdup_ps(a));
+  return _mm_cvtss_f32(a);
+}
+
+// q rounded to f16 and back: f16 K meets f16 q, as in the f16 matmul.
+void prepare_q_f16(const float* q, size_t head_dim, void* out) {
+  auto* o = static_cast<float*>(out);
+  size_t d = 0;
+  for (; d + 8 <= head_dim; d += 8)
+    _mm256_storeu_ps(o + d, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(q + d), _MM_FROUND_TO_NEAREST_INT)));
+  for (; d < head_dim; ++d) o[d] = _cvtsh_ss(_cvtss_sh(q[d], _MM_FROUND_TO_NEAREST_INT));
+}
+void prepare_q_f32(const float* q, size_t head_dim, void* out) {
+  auto* o = static_cast<float*>(out);
+  for (size_t d = 0; d < head_dim; ++d) o[d] = q[d];
+}
+
+// The sums of 4 vectors, in order, as one vector of 4.
+__m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// Scores of NG heads against 4 rows (4 independent FMA chains per head; one
+// horizontal reduction per 4 scores); head_dim a multiple of 8.
+template <DType T, int NG>
+void scores4(const float* q, size_t q_stride, const uint8_t* const r[4], size_t head_dim, float* s, size_t ld,
+             float scale_) {
+  __m256 a[NG][4];
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < 4; ++i) a[g][i] = _mm256_setzero_ps();
+  for (size_t d = 0; d < head_dim; d += 8) {
+    __m256 x[4];
+    for (int i = 0; i < 4; ++i) x[i] = load8<T>(r[i], d);
+    for (int g = 0; g < NG; ++g) {
+      const __m256 qv = _mm256_loadu_ps(q + size_t(g) * q_stride + d);
+      for (int i = 0; i < 4; ++i) a[g][i] = _mm256_fmadd_ps(x[i], qv, a[g][i]);
+    }
+  }
+  const __m128 sc = _mm_set1_ps(scale_);
+  for (int g = 0; g < NG; ++g)
+    _mm_storeu_ps(s + size_t(g) * ld, _mm_mul_ps(hsum4(a[g][0], a[g][1], a[g][2], a[g][3]), sc));
+}
+
+template <DType T, int NG>
+void scores_rows(const float* q, size_t q_stride, const uint8_t* k, size_t row_stride, int n, size_t head_dim,
+                 float scale_, float* s, size_t ld) {
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const uint8_t* r = k + size_t(j) * row_stride;
+    const uint8_t* const rows[4] = {r, r + row_stride, r + 2 * row_stride, r + 3 * row_stride};
+    scores4<T, NG>(q, q_stride, rows, head_dim, s + j, ld, scale_);
+  }
+  if (j < n) {  // the last 1-3 rows, padded by repeating the last one; each chain is independent
+    const uint8_t* rows[4];
+    for (int i = 0; i < 4; ++i) rows[i] = k + size_t(std::min(j + i, n - 1)) * row_stride;
+    float tail[NG * 4];
+    scores4<T, NG>(q, q_stride, rows, head_dim, tail, 4, scale_);
+    for (int g = 0; g < NG; ++g)
+      for (int i = 0; j + i < n; ++i) s[size_t(g) * ld + size_t(j + i)] = tail[g * 4 + i];
+  }
+}
+
+template <DType T>
+void scores(const void* q, size_t q_stride, int group, const uint8_t* k, size_t row_stride, int n, size_t head_dim,
+            float scale_, float* s, size_t ld) {
+  const auto* qf = static_cast<const float*>(q);
+  const size_t qs = q_stride / sizeof(float);
+  for (int g0 = 0; g0 < group; g0 += 4) {
+    const float* qg = qf + size_t(g0) * qs;
+    float* sg = s + size_t(g0) * ld;
+    switch (std::min(4, group - g0)) {
+      case 1: scores_rows<T, 1>(qg, qs, k, row_stride, n, head_dim, scale_, sg, ld); break;
+      case 2: scores_rows<T, 2>(qg, qs, k, row_stride, n, head_dim, scale_, sg, ld); break;
+      case 3: scores_rows<T, 3>(qg, qs, k, row_stride, n, head_dim, scale_, sg, ld); break;
+      default: scores_rows<T, 4>(qg, qs, k, row_stride, n, head_dim, scale_, sg, ld); break;
     }
   }
 }
-}  // namespace
-AxpyFn find_axpy(tensor::DType t) {
-  if (t == tensor::DType::F32) return axpy_f32;
-  if (t == tensor::DType::F16) return axpy_f16;
-  if (t == tensor::DType::Q8_0) return axpy_q8_0;
-  return nullptr;
+
+// o_g[d0 .. d0+8*NV) += sum_j p_gj v_j[d0 .. d0+8*NV) for NG heads: the
+// NG x NV accumulators stay in registers across all n rows, with the NG
+// broadcast probabilities and one row vector at a time (NG*NV + NG + 1 <= 16).
+template <DType T, int NG, int NV>
+void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim, size_t d0,
+                      float* o) {
+  __m256 acc[NG][NV];
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) acc[g][i] = _mm256_loadu_ps(o + size_t(g) * head_dim + d0 + 8 * size_t(i));
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = v + size_t(j) * row_stride;
+    const float sc = scale<T>(row, d0);
+    __m256 b[NG];
+    for (int g = 0; g < NG; ++g) b[g] = _mm256_set1_ps(p[size_t(g) * ld + size_t(j)] * sc);
+    for (int i = 0; i < NV; ++i) {
+      const __m256 x = load8<T>(row, d0 + 8 * size_t(i));
+      for (int g = 0; g < NG; ++g) acc[g][i] = _mm256_fmadd_ps(b[g], x, acc[g][i]);
+    }
+  }
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) _mm256_storeu_ps(o + size_t(g) * head_dim + d0 + 8 * size_t(i), acc[g][i]);
 }
+
+// 32 dimensions per pass (16 with 4 heads, or when head_dim is not a
+// multiple of 32); a q8_0 block is 32 wide, so a pass never crosses one.
+template <DType T, int NG>
+void accumulate_heads(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
+                      float* o) {
+  constexpr int kWide = NG <= 3 ? 4 : 2;
+  const bool wide = head_dim % (8 * kWide) == 0;
+  for (size_t d0 = 0; d0 < head_dim; d0 += wide ? 8 * kWide : 16) {
+    if (wide)
+      accumulate_block<T, NG, kWide>(p, ld, v, row_stride, n, head_dim, d0, o);
+    else
+      accumulate_block<T, NG, 2>(p, ld, v, row_stride, n, head_dim, d0, o);
+  }
+}
+
+template <DType T>
+void accumulate(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
+                float* o) {
+  for (int g0 = 0; g0 < group; g0 += 4) {
+    const float* pg = p + size_t(g0) * ld;
+    float* og = o + size_t(g0) * head_dim;
+    switch (std::min(4, group - g0)) {
+      case 1: accumulate_heads<T, 1>(pg, ld, v, row_stride, n, head_dim, og); break;
+      case 2: accumulate_heads<T, 2>(pg, ld, v, row_stride, n, head_dim, og); break;
+      case 3: accumulate_heads<T, 3>(pg, ld, v, row_stride, n, head_dim, og); break;
+      default: accumulate_heads<T, 4>(pg, ld, v, row_stride, n, head_dim, og); break;
+    }
+  }
+}
+
+// e^x for x <= 0 (arguments below -87 give e^-87): x = n·ln2 + r with
+// |r| <= ln2/2 (Cody-Waite: ln2 in a short high part and a correction), e^r
+// by its Taylor series to r^6 (relative error < 2e-7 on that range), times
+// 2^n built in the exponent field.
+__m256 exp_nonpositive(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 e = _mm256_set1_ps(1.0f / 720);
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 120));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 24));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 6));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(0.5f));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
+  const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(e, _mm256_castsi256_ps(pow2n));
+}
+
+float exp_sum(float* x, size_t n, float m) {
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 acc = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float sum = hsum(acc);
+  if (i < n) {  // the tail through the same formula, padded with m (e^0)
+    alignas(32) float tail[8];
+    for (size_t t = 0; t < 8; ++t) tail[t] = i + t < n ? x[i + t] : m;
+    _mm256_store_ps(tail, exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), vm)));
+    for (size_t t = 0; i + t < n; ++t) sum += (x[i + t] = tail[t]);
+  }
+  return sum;
+}
+
+}  // namespace
+
+// These need head_dim to be a multiple of 16; attn_kernel() offers them
+// only then. prepare_q and scores come as a pair (q as f32 values).
+AttnKernel find_attn(DType t) {
+  AttnKernel k{};
+  k.exp_sum = exp_sum;
+  if (t == DType::F32) {
+    k.prepare_q = prepare_q_f32;
+    k.scores = scores<DType::F32>;
+    k.accumulate = accumulate<DType::F32>;
+  } else if (t == DType::F16) {
+    k.prepare_q = prepare_q_f16;
+    k.scores = scores<DType::F16>;
+    k.accumulate = accumulate<DType::F16>;
+  } else if (t == DType::Q8_0) {
+    // Scores keep the q8_0 integer dot product (q quantized to q8_0).
+    k.accumulate = accumulate<DType::Q8_0>;
+  }
+  return k;
+}
+
 }  // namespace kvlab::kernels::avx2

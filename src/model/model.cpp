@@ -6,6 +6,7 @@
 //   logits = Wout · norm(x)
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -30,7 +31,8 @@ uint64_t Model::n_params() const {
   return n;
 }
 
-Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads) : max_tokens_(max_tokens) {
+Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads)
+    : max_tokens_(max_tokens), attn(c.gqa_group(), size_t(c.head_dim), n_threads, n_ctx) {
   const size_t T = size_t(max_tokens);
   x.resize(T * size_t(c.n_embd));
   xn.resize(T * size_t(c.n_embd));
@@ -41,8 +43,7 @@ Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads) 
   gate.resize(T * size_t(c.n_ff));
   up.resize(T * size_t(c.n_ff));
   rope.resize(T * size_t(c.rope_dim));
-  scores.resize(size_t(n_threads) * size_t(n_ctx));
-  q_conv.resize(size_t(n_threads) * size_t(c.head_dim));
+  attn_items.reserve(T * size_t(c.n_head_kv));
 }
 
 void Model::attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
@@ -67,13 +68,11 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   });
 
   // Causal attention: token t at position p sees cache positions 0..p of its
-  // sequence. Query head h shares KV head h / group (grouped-query attention).
+  // sequence. The G = n_head / n_head_kv query heads of KV head g are
+  // g*G .. g*G+G-1 (grouped-query attention) and go together.
   const float scale = 1.0f / std::sqrt(float(hd));
-  const size_t n_ctx = size_t(cache.n_ctx());
-  pool.run(T * size_t(c.n_head), [&](size_t task, int thread) {
-    const size_t t = task / size_t(c.n_head), h = task % size_t(c.n_head);
-    const BatchEntry& e = batch[t];
-    const size_t g = h / size_t(c.gqa_group());
+  const int G = c.gqa_group(), n_kv = c.n_head_kv;
+  auto view = [&](const BatchEntry& e, size_t g) {
     kernels::KvView kv;
     kv.k = cache.k_layer(layer) + cache.head_offset(int(g));
     kv.v = cache.v_layer(layer) + cache.head_offset(int(g));
@@ -82,9 +81,15 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
     kv.blocks = cache.block_table(e.seq);
     kv.block_tokens = kv::Cache::kBlockTokens;
     kv.block_stride = cache.block_bytes();
-    kernels::attend(&ws.q[t * qd + h * hd], kv, e.pos + 1, hd, scale, &ws.q_conv[size_t(thread) * hd],
-                    &ws.scores[size_t(thread) * n_ctx], &ws.att[t * qd + h * hd]);
-  });
+    return kv;
+  };
+  ws.attn_items.clear();
+  for (size_t t = 0; t < T; ++t)
+    for (size_t g = 0; g < size_t(n_kv); ++g) {
+      const size_t at = t * qd + g * size_t(G) * hd;
+      ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at]});
+    }
+  kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
 
   matmul(l.wo, ws.att.data(), T, ws.xn.data(), pool, ws.mm);
   pool.run(T, [&](size_t t, int) { kernels::add(&ws.x[t * E], &ws.xn[t * E], E); });

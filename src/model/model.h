@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gguf/file.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 #include "kv/cache.h"
@@ -44,8 +45,8 @@ class Workspace {
   std::vector<float> gate;    // (T, n_ff)
   std::vector<float> up;      // (T, n_ff)
   std::vector<float> rope;    // (T, rope_dim) cos/sin pairs per token
-  std::vector<float> scores;  // (threads, n_ctx) one head's attention scores
-  std::vector<float> q_conv;  // (threads, head_dim) q in the KV type
+  std::vector<kernels::AttnItem> attn_items;  // (T * n_head_kv) one per token and KV head
+  kernels::AttnScratch attn;
   kernels::MatmulScratch mm;
 };
 

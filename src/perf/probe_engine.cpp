@@ -172,21 +172,21 @@ double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens,
   }
   std::vector<int32_t> blocks(static_cast<size_t>(n_blocks));
   for (int b = 0; b < n_blocks; ++b) blocks[size_t(b)] = b;
-  const size_t threads = size_t(pool.size()), tasks = size_t(n_tokens * n_heads);
-  std::vector<float> q(tasks * hd, 0.1f), out(tasks * hd), scores(threads * size_t(n_pos));
-  std::vector<float> q_conv(threads * hd);  // head_dim * 4 bytes per thread, as attend() wants
+  // One item per token and KV head, as the forward pass hands them over.
+  std::vector<float> q(size_t(n_tokens * n_heads) * hd, 0.1f), out(q.size());
+  std::vector<kernels::AttnItem> items;
+  for (int t = 0; t < n_tokens; ++t)
+    for (int g = 0; g < n_kv; ++g) {
+      const size_t at = (size_t(t) * size_t(n_heads) + size_t(g * kAttnGroup)) * hd;
+      kernels::KvView view{k.data() + size_t(g) * head_bytes, v.data() + size_t(g) * head_bytes, row, kv,
+                           blocks.data(), bt, row * size_t(bt)};
+      items.push_back({&q[at], view, n_pos - n_tokens + 1 + t, &out[at]});
+    }
+  kernels::AttnScratch scratch(kAttnGroup, hd, pool.size(), n_pos);
   const float scale = 1.0f / std::sqrt(float(hd));
   double pairs = 0;
   for (int t = 0; t < n_tokens; ++t) pairs += double(n_heads) * (n_pos - n_tokens + 1 + t);
-  auto job = [&] {
-    pool.run(tasks, [&](size_t task, int th) {
-      const int t = int(task) / n_heads, h = int(task) % n_heads;
-      kernels::KvView view{k.data() + size_t(h / kAttnGroup) * head_bytes, v.data() + size_t(h / kAttnGroup) * head_bytes,
-                           row, kv, blocks.data(), bt, row * size_t(bt)};
-      kernels::attend(&q[task * hd], view, n_pos - n_tokens + 1 + t, hd, scale, &q_conv[size_t(th) * hd],
-                      &scores[size_t(th) * size_t(n_pos)], &out[task * hd]);
-    });
-  };
+  auto job = [&] { kernels::attend_batch(items, kAttnGroup, hd, scale, pool, scratch); };
   job();
   return pairs * (4.0 * double(hd) + 6.0) / timer.median(job, [&] { evict(flush, pool); });
 }

@@ -8,8 +8,8 @@
 #include <thread>
 #include <random>
 
+#include "common/isa.h"
 #include "common/tiny_model.h"
-#include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
@@ -22,17 +22,8 @@ namespace {
 
 using tensor::DType;
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out{Isa::Scalar};
-  if (int(cpu().best()) >= int(Isa::Avx2)) out.push_back(Isa::Avx2);
-  if (cpu().best() == Isa::Avx512) out.push_back(Isa::Avx512);
-  return out;
-}
-
-struct IsaGuard {
-  explicit IsaGuard(Isa isa) { set_isa(isa); }
-  ~IsaGuard() { set_isa(cpu().best()); }
-};
+using test::available_isas;
+using test::IsaGuard;
 
 std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
   std::mt19937 rng(seed);
@@ -212,74 +203,6 @@ TEST(Ops, SoftmaxAndSilu) {
   silu_mul(g, u, 2);
   EXPECT_EQ(g[0], 0);
   EXPECT_FLOAT_EQ(g[1], 2 / (1 + std::exp(-2.f)));
-}
-
-// The paged view reads the same rows as a contiguous one: 40 positions in
-// 16-row blocks stored out of order give exactly the contiguous result.
-TEST(Attention, PagedBlocksEqualContiguousRows) {
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
-    const size_t hd = 32, n = 40, bt = 16;
-    const auto& info = tensor::dtype_info(t);
-    const size_t row = *tensor::row_bytes(t, hd);
-    std::vector<uint8_t> k(n * row), v(n * row);
-    for (size_t j = 0; j < n; ++j) {
-      std::vector<float> kr(hd), vr(hd);
-      for (size_t d = 0; d < hd; ++d) {
-        kr[d] = std::sin(float(j * hd + d));
-        vr[d] = std::cos(float(3 * j + d));
-      }
-      info.quantize(kr.data(), k.data() + j * row, hd);
-      info.quantize(vr.data(), v.data() + j * row, hd);
-    }
-    // Physical blocks 0..3; logical blocks 0, 1, 2 live in 3, 0, 2.
-    const int32_t table[] = {3, 0, 2};
-    std::vector<uint8_t> pk(4 * bt * row), pv(4 * bt * row);
-    for (size_t j = 0; j < n; ++j) {
-      const size_t at = (size_t(table[j / bt]) * bt + j % bt) * row;
-      std::copy_n(k.data() + j * row, row, pk.data() + at);
-      std::copy_n(v.data() + j * row, row, pv.data() + at);
-    }
-    std::vector<float> q(hd), a(hd), b(hd), scores(n);
-    for (size_t d = 0; d < hd; ++d) q[d] = float(d % 5) - 2.f;
-    std::vector<float> conv(hd);
-    for (int n_pos : {1, 16, 17, 40}) {
-      attend(q.data(), KvView{k.data(), v.data(), row, t}, n_pos, hd, 0.3f, conv.data(), scores.data(), a.data());
-      KvView paged{pk.data(), pv.data(), row, t, table, int(bt), bt * row};
-      attend(q.data(), paged, n_pos, hd, 0.3f, conv.data(), scores.data(), b.data());
-      EXPECT_EQ(a, b) << info.name << " n_pos " << n_pos;
-    }
-  }
-}
-
-// One-hot keys: the query matches position 2 only, so the output is V[2].
-TEST(Attention, OneHotKeysSelectTheirValue) {
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
-    for (Isa isa : available_isas()) {
-      IsaGuard g(isa);
-      const size_t hd = 32, n = 5;  // one q8_0 block per row
-      const auto& info = tensor::dtype_info(t);
-      const size_t row = *tensor::row_bytes(t, hd);
-      std::vector<uint8_t> k(n * row), v(n * row);
-      for (size_t j = 0; j < n; ++j) {
-        std::vector<float> kr(hd, 0.f), vr(hd);
-        kr[j] = 1.f;
-        for (size_t d = 0; d < hd; ++d) vr[d] = float(10 * j + d);
-        info.quantize(kr.data(), k.data() + j * row, hd);
-        info.quantize(vr.data(), v.data() + j * row, hd);
-      }
-      std::vector<float> q(hd, 0.f), out(hd), scores(n);
-      q[2] = 100.f;  // score 100 vs 0: softmax weight 1 - 4e-44
-      std::vector<float> conv(hd);
-      KvView kv{k.data(), v.data(), row, t};
-      attend(q.data(), kv, int(n), hd, 1.f, conv.data(), scores.data(), out.data());
-      // q8_0 stores V[2] = 20..51 with step 51/127: within half a step.
-      const float tol = t == DType::Q8_0 ? 0.21f : 1e-4f;
-      for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], float(20 + d), tol) << info.name << " " << isa_name(isa);
-      // Only the first 2 positions visible (causal): equal scores -> mean of V0, V1.
-      attend(q.data(), kv, 2, hd, 1.f, conv.data(), scores.data(), out.data());
-      EXPECT_NEAR(out[0], 5.f, t == DType::Q8_0 ? 0.1f : 1e-5f);
-    }
-  }
 }
 
 }  // namespace

@@ -1,0 +1,225 @@
+// Attention against a double-precision reference, for every KV type, ISA,
+// group size and odd position counts; and the properties the engine relies
+// on: paged == contiguous and split chunks == one thread, bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "common/isa.h"
+#include "kernels/attention.h"
+#include "kernels/thread_pool.h"
+
+namespace kvlab::kernels {
+namespace {
+
+using tensor::DType;
+using test::available_isas;
+using test::IsaGuard;
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  std::vector<float> x(n);
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+// n_pos positions of n_kv KV heads, laid out as the cache does (every head
+// of a position in one row), K and V from a seeded normal distribution.
+struct KvRows {
+  DType type;
+  size_t head_dim, head_bytes, row;
+  std::vector<uint8_t> k, v;
+  std::vector<float> kf, vf;  // the stored values, dequantized
+
+  KvRows(DType t, size_t hd, int n_pos, int n_kv, uint32_t seed)
+      : type(t), head_dim(hd), head_bytes(*tensor::row_bytes(t, hd)), row(head_bytes * size_t(n_kv)) {
+    const auto& info = tensor::dtype_info(t);
+    const size_t n = size_t(n_pos) * size_t(n_kv);
+    k.resize(n * head_bytes);
+    v.resize(n * head_bytes);
+    kf.resize(n * hd);
+    vf.resize(n * hd);
+    const auto ks = randn(n * hd, seed, 1.f), vs = randn(n * hd, seed + 1, 1.f);
+    for (size_t i = 0; i < n; ++i) {
+      info.quantize(&ks[i * hd], &k[i * head_bytes], hd);
+      info.quantize(&vs[i * hd], &v[i * head_bytes], hd);
+      info.dequantize(&k[i * head_bytes], &kf[i * hd], hd);
+      info.dequantize(&v[i * head_bytes], &vf[i * hd], hd);
+    }
+  }
+  KvView view(int head) const {
+    return KvView{k.data() + size_t(head) * head_bytes, v.data() + size_t(head) * head_bytes, row, type};
+  }
+};
+
+// softmax(q·k * scale) v in double, with q as the K type's dot product sees
+// it (f16 K: q rounded to f16; q8_0 K: q quantized to q8_0).
+std::vector<double> reference(const std::vector<float>& q, int group, const KvRows& kv, int head, int n_kv, int n_pos,
+                              float scale) {
+  const size_t hd = kv.head_dim;
+  const DType q_type = kv.type == DType::F32 ? DType::F32 : kv.type;
+  const auto& info = tensor::dtype_info(q_type);
+  std::vector<double> out(size_t(group) * hd, 0.0);
+  for (int g = 0; g < group; ++g) {
+    std::vector<uint8_t> qq(*tensor::row_bytes(q_type, hd));
+    std::vector<float> qg(hd);
+    info.quantize(&q[size_t(g) * hd], qq.data(), hd);
+    info.dequantize(qq.data(), qg.data(), hd);
+    std::vector<double> s(static_cast<size_t>(n_pos));
+    double mx = -1e300, sum = 0;
+    for (int j = 0; j < n_pos; ++j) {
+      const float* kr = &kv.kf[(size_t(j) * size_t(n_kv) + size_t(head)) * hd];
+      double dot = 0;
+      for (size_t d = 0; d < hd; ++d) dot += double(qg[d]) * kr[d];
+      s[size_t(j)] = dot * scale;
+      mx = std::max(mx, s[size_t(j)]);
+    }
+    for (double& x : s) sum += (x = std::exp(x - mx));
+    for (int j = 0; j < n_pos; ++j) {
+      const float* vr = &kv.vf[(size_t(j) * size_t(n_kv) + size_t(head)) * hd];
+      for (size_t d = 0; d < hd; ++d) out[size_t(g) * hd + d] += s[size_t(j)] / sum * vr[d];
+    }
+  }
+  return out;
+}
+
+TEST(Attention, MatchesDoublePrecisionReference) {
+  const int n_kv = 2, head = 1;
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0})
+    for (size_t hd : {size_t(64), t == DType::Q8_0 ? size_t(96) : size_t(40)})  // 40: not a multiple of 16
+      for (float q_scale : {0.5f, 3.f}) {  // soft and peaked distributions
+        const int max_pos = 300;
+        const KvRows kv(t, hd, max_pos, n_kv, uint32_t(hd));
+        for (int group : {1, 3, 4, 5}) {
+          const auto q = randn(size_t(group) * hd, 11, q_scale);
+          std::vector<float> scratch(attn_scratch_floats(group, hd)), out(size_t(group) * hd);
+          for (int n_pos : {1, 2, 17, 128, 129, max_pos}) {
+            const float scale = 1.0f / std::sqrt(float(hd));
+            const auto want = reference(q, group, kv, head, n_kv, n_pos, scale);
+            for (Isa isa : available_isas()) {
+              IsaGuard guard(isa);
+              attend(q.data(), group, kv.view(head), n_pos, hd, scale, scratch.data(), out.data());
+              for (size_t i = 0; i < out.size(); ++i)
+                ASSERT_NEAR(out[i], want[i], 2e-5 + 2e-5 * std::abs(want[i]))
+                    << tensor::dtype_info(t).name << " hd " << hd << " G " << group << " n_pos " << n_pos << " "
+                    << isa_name(isa) << " i " << i;
+            }
+          }
+        }
+      }
+}
+
+// The paged view reads the same rows as a contiguous one: 300 positions in
+// 16-row blocks stored in a shuffled order give exactly the contiguous result.
+TEST(Attention, PagedBlocksEqualContiguousRowsBitwise) {
+  const size_t hd = 64, bt = 16;
+  const int n_kv = 3, group = 3, n = 300, n_blocks = (n + int(bt) - 1) / int(bt);
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
+    const KvRows kv(t, hd, n_blocks * int(bt), n_kv, 5);
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    for (int b = 0; b < n_blocks; ++b) table[size_t(b)] = (b * 7 + 3) % n_blocks;  // 7 is coprime to 19
+    std::vector<uint8_t> pk(kv.k.size()), pv(kv.v.size());
+    for (size_t j = 0; j < size_t(n_blocks) * bt; ++j) {
+      const size_t at = (size_t(table[j / bt]) * bt + j % bt) * kv.row;
+      std::copy_n(kv.k.data() + j * kv.row, kv.row, pk.data() + at);
+      std::copy_n(kv.v.data() + j * kv.row, kv.row, pv.data() + at);
+    }
+    const auto q = randn(group * hd, 3, 1.f);
+    std::vector<float> scratch(attn_scratch_floats(group, hd)), a(group * hd), b(group * hd);
+    for (Isa isa : available_isas()) {
+      IsaGuard guard(isa);
+      for (int n_pos : {1, 16, 17, 40, 129, n}) {
+        const KvView contiguous = kv.view(2);
+        KvView paged{pk.data() + 2 * kv.head_bytes, pv.data() + 2 * kv.head_bytes, kv.row, t, table.data(), int(bt),
+                     bt * kv.row};
+        attend(q.data(), group, contiguous, n_pos, hd, 0.3f, scratch.data(), a.data());
+        attend(q.data(), group, paged, n_pos, hd, 0.3f, scratch.data(), b.data());
+        EXPECT_EQ(a, b) << tensor::dtype_info(t).name << " n_pos " << n_pos << " " << isa_name(isa);
+      }
+    }
+  }
+}
+
+// A decode step spreads one item's chunks over the threads; a prefill runs
+// each item's chunks in turn on one thread. Same bits either way, so a token
+// never depends on the batch it was computed in.
+TEST(Attention, SplitChunksEqualOneThreadBitwise) {
+  const size_t hd = 64;
+  const int n_kv = 3, group = 3, n_ctx = 1000;
+  const KvRows kv(DType::F16, hd, n_ctx, n_kv, 9);
+  const auto q = randn(size_t(n_kv * group) * hd, 4, 1.f);
+  ThreadPool pool(2);
+  AttnScratch scratch(group, hd, pool.size(), n_ctx);
+  for (int n_pos : {1, 129, 777, n_ctx}) {
+    // One item (split into chunks) per KV head, alone in its batch.
+    std::vector<float> split(q.size()), whole(q.size());
+    for (int g = 0; g < n_kv; ++g) {
+      const size_t at = size_t(g * group) * hd;
+      const AttnItem item{&q[at], kv.view(g), n_pos, &split[at]};
+      ASSERT_LT(1u, scratch.split_below);
+      attend_batch({&item, 1}, group, hd, 0.125f, pool, scratch);
+    }
+    // All KV heads, each on one thread, padded to a batch too large to split.
+    std::vector<AttnItem> items;
+    std::vector<float> pad(size_t(group) * hd);
+    for (int g = 0; g < n_kv; ++g) items.push_back({&q[size_t(g * group) * hd], kv.view(g), n_pos, &whole[size_t(g * group) * hd]});
+    while (items.size() < scratch.split_below) items.push_back({q.data(), kv.view(0), 1, pad.data()});
+    attend_batch(items, group, hd, 0.125f, pool, scratch);
+    EXPECT_EQ(split, whole) << "n_pos " << n_pos;
+  }
+}
+
+// One-hot keys: the query matches position 2 only, so the output is V[2].
+TEST(Attention, OneHotKeysSelectTheirValue) {
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
+    for (Isa isa : available_isas()) {
+      IsaGuard g(isa);
+      const size_t hd = 32, n = 5;  // one q8_0 block per row
+      const auto& info = tensor::dtype_info(t);
+      const size_t row = *tensor::row_bytes(t, hd);
+      std::vector<uint8_t> k(n * row), v(n * row);
+      for (size_t j = 0; j < n; ++j) {
+        std::vector<float> kr(hd, 0.f), vr(hd);
+        kr[j] = 1.f;
+        for (size_t d = 0; d < hd; ++d) vr[d] = float(10 * j + d);
+        info.quantize(kr.data(), k.data() + j * row, hd);
+        info.quantize(vr.data(), v.data() + j * row, hd);
+      }
+      std::vector<float> q(hd, 0.f), out(hd), scratch(attn_scratch_floats(1, hd));
+      q[2] = 100.f;  // score 100 vs 0: softmax weight 1 - 4e-44
+      const KvView kv{k.data(), v.data(), row, t};
+      attend(q.data(), 1, kv, int(n), hd, 1.f, scratch.data(), out.data());
+      // q8_0 stores V[2] = 20..51 with step 51/127: within half a step.
+      const float tol = t == DType::Q8_0 ? 0.21f : 1e-4f;
+      for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], float(20 + d), tol) << info.name << " " << isa_name(isa);
+      // Only the first 2 positions visible (causal): equal scores -> mean of V0, V1.
+      attend(q.data(), 1, kv, 2, hd, 1.f, scratch.data(), out.data());
+      EXPECT_NEAR(out[0], 5.f, t == DType::Q8_0 ? 0.1f : 1e-5f);
+    }
+  }
+}
+
+// The softmax exponentials of every ISA against std::exp, on every tail length.
+TEST(Attention, ExpSumMatchesStdExp) {
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    const AttnKernel& ak = attn_kernel(DType::F16, 64);
+    for (size_t n = 1; n <= 41; n += 4) {
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i) x[i] = -100.f + 100.f * float(i) / float(n);  // -100 .. 0 before m
+      const float m = 0.5f;
+      double want_sum = 0;
+      std::vector<float> want(n);
+      for (size_t i = 0; i < n; ++i) want_sum += (want[i] = std::exp(x[i] - m));
+      const float sum = ak.exp_sum(x.data(), n, m);
+      for (size_t i = 0; i < n; ++i) EXPECT_NEAR(x[i], want[i], 3e-7f * want[i] + 1e-37f) << isa_name(isa) << " i " << i;
+      EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum + 1e-37) << isa_name(isa) << " n " << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvlab::kernels
