@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/dot.h"
 #include "tensor/blocks.h"
@@ -101,70 +102,85 @@ float dot_bf16(const void* w, const void* a, size_t n) {
 // prefetches the next NR rows at the same column: one row group ahead keeps
 // DRAM busy while this group is multiplied (the 49152 x 576 q8_0 LM head,
 // 30 MB, went from ~5.0 to ~2.2-2.8 ms on one thread).
-// `unpack` returns a weight block's 32 values as bytes, `product` multiplies
-// them with 32 activation bytes into 8 int32 sums (as float), `offset` adds a
-// block's constant term (Q4_1's minimum).
-template <int NR, int NT, class ActBlock, class WBlock, class Unpack, class Product, class Offset>
-inline void dot_blocks(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t a_stride, size_t n, float* out,
-                       Unpack unpack, Product product, Offset offset) {
+//
+// A kind K gives, per block: `unpack`, the weight's 32 values as bytes;
+// `product`, their products with 32 activation bytes as 8 int32 sums (in
+// float); and `scales`, the block's two f16 header values widened in one
+// instruction (q4_1: d, m; q8_1: d, s). Their product is (d_w*d_x, m_w*s_x):
+// lane 0 scales the integer sums, lane 1 is the block's constant term
+// (Q4_1's minimum), summed apart when K::kOffset.
+template <int NR, int NT, class K>
+inline void dot_blocks(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t a_stride, size_t n, float* out) {
+  using W = typename K::W;
+  using A = typename K::A;
   __m256 acc[NR][NT];
-  float off[NR][NT];
+  __m128 off[NR][NT];
   for (int r = 0; r < NR; ++r)
-    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps(), off[r][t] = 0.f;
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps(), off[r][t] = _mm_setzero_ps();
   for (size_t b = 0; b < n / kQK; ++b) {
+    __m128 ys[NT];
+    for (int t = 0; t < NT; ++t) ys[t] = K::scales(reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b]);
     for (int r = 0; r < NR; ++r) {
-      const WBlock& x = reinterpret_cast<const WBlock*>(w + size_t(r) * w_stride)[b];
+      const W& x = reinterpret_cast<const W*>(w + size_t(r) * w_stride)[b];
       if constexpr (NR > 1) _mm_prefetch(reinterpret_cast<const char*>(&x) + NR * w_stride, _MM_HINT_T0);
-      const __m256i qx = unpack(x);
-      const float dx = h2f(x.d);
+      const __m256i qx = K::unpack(x);
+      const __m128 xs = K::scales(x);
       for (int t = 0; t < NT; ++t) {
-        const ActBlock& y = reinterpret_cast<const ActBlock*>(act + size_t(t) * a_stride)[b];
+        const A& y = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b];
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs));
-        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * h2f(y.d)), product(qx, qy), acc[r][t]);
-        offset(x, y, off[r][t]);
+        const __m128 sc = _mm_mul_ps(xs, ys[t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_broadcastss_ps(sc), K::product(qx, qy), acc[r][t]);
+        if constexpr (K::kOffset) off[r][t] = _mm_add_ps(off[r][t], sc);
       }
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int t = 0; t < NT; ++t) out[r * NT + t] = hsum(acc[r][t]) + off[r][t];
+    for (int t = 0; t < NT; ++t) {
+      out[r * NT + t] = hsum(acc[r][t]);
+      if constexpr (K::kOffset) out[r * NT + t] += _mm_cvtss_f32(_mm_movehdup_ps(off[r][t]));
+    }
 }
 
-struct NoOffset {
-  template <class W, class Y>
-  void operator()(const W&, const Y&, float&) const {}
-};
-// Q4_1's per-block minimum: sum(m * x) = m * s with s = d_x * sum(q_x).
-struct MinOffset {
-  void operator()(const BlockQ4_1& x, const BlockQ8_1& y, float& off) const { off += h2f(x.m) * h2f(y.s); }
-};
+// Two consecutive f16 values (a block's header) widened to lanes 0 and 1.
+inline __m128 half_pair(const uint16_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(int(bits)));
+}
+// One f16 value in lane 0 (blocks without a second header value).
+inline __m128 half_one(uint16_t h) { return _mm_cvtph_ps(_mm_cvtsi32_si128(h)); }
 
 struct Q8_0Kind {
   using W = BlockQ8_0;
   using A = BlockQ8_0;
+  static constexpr bool kOffset = false;
   static __m256i unpack(const W& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
   static __m256 product(__m256i x, __m256i y) { return dot_i8_i8(x, y); }
-  using Offset = NoOffset;
+  static __m128 scales(const BlockQ8_0& b) { return half_one(b.d); }
 };
 struct Q4_0Kind {
   using W = BlockQ4_0;
   using A = BlockQ8_0;
+  static constexpr bool kOffset = false;
   static __m256i unpack(const W& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
   static __m256 product(__m256i x, __m256i y) { return dot_i8_i8(x, y); }
-  using Offset = NoOffset;
+  static __m128 scales(const BlockQ4_0& b) { return half_one(b.d); }
+  static __m128 scales(const BlockQ8_0& b) { return half_one(b.d); }
 };
+// Q4_1's minimum: sum(m * x) = m * s with s = d_x * sum(q_x), the q8_1 block's s.
 struct Q4_1Kind {
   using W = BlockQ4_1;
   using A = BlockQ8_1;
+  static constexpr bool kOffset = true;
   static __m256i unpack(const W& b) { return unpack_nibbles(b.qs); }
   static __m256 product(__m256i x, __m256i y) { return dot_u8_i8(x, y); }
-  using Offset = MinOffset;
+  static __m128 scales(const BlockQ4_1& b) { return half_pair(&b.d); }
+  static __m128 scales(const BlockQ8_1& b) { return half_pair(&b.d); }
 };
 
 template <class K, int NR, int NT>
 void kernel(const void* w, size_t w_stride, const void* a, size_t a_stride, size_t n, float* out) {
-  dot_blocks<NR, NT, typename K::A, typename K::W>(static_cast<const uint8_t*>(w), w_stride,
-                                                   static_cast<const uint8_t*>(a), a_stride, n, out, K::unpack,
-                                                   K::product, typename K::Offset{});
+  dot_blocks<NR, NT, K>(static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(a), a_stride, n, out);
 }
 template <class K>
 float dot_1x1(const void* w, const void* a, size_t n) {
