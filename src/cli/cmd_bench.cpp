@@ -20,6 +20,7 @@ namespace {
 
 struct BenchOptions {
   std::vector<std::string> models;
+  bool mmap = false;
   std::vector<int> n_prompt{512}, n_gen{128}, depth{0}, threads;
   std::vector<std::string> kv_types{"f16"};
   int reps = 5;
@@ -89,7 +90,7 @@ void bench(const BenchOptions& o) {
   out["results"] = nlohmann::json::array();
 
   for (const auto& mpath : models) {
-    const auto m = model::Model::load(resolve_model_path(mpath));
+    const auto m = model::Model::load(resolve_model_path(mpath), residency(o.mmap));
     const std::string dtypes = dtype_summary(m->file());
     for (int t : threads)
       for (const auto& kv : o.kv_types)
@@ -164,6 +165,7 @@ void add_bench_command(CLI::App& root) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* app = root.add_subcommand("bench", "llama-bench-style pp/tg throughput with roofline attribution");
   app->add_option("-m,--model", o->models, "GGUF model file(s) (default: the default model)");
+  add_residency_option(*app, o->mmap);
   app->add_option("-p,--n-prompt", o->n_prompt, "prompt lengths for pp tests (0: none)")->capture_default_str()
       ->delimiter(',')->check(CLI::Range(0, 1 << 20));
   app->add_option("-n,--n-gen", o->n_gen, "generated lengths for tg tests (0: none)")->capture_default_str()

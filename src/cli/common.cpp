@@ -35,8 +35,17 @@ std::string resolve_model_path(const std::string& m) {
   return path;
 }
 
+void add_residency_option(CLI::App& app, bool& mmap) {
+  app.add_flag("--mmap", mmap,
+               "map the model file instead of reading it into huge-page memory (shares the page cache with "
+               "other processes; slower decode)");
+}
+
+gguf::Residency residency(bool mmap) { return mmap ? gguf::Residency::Mapped : gguf::Residency::Resident; }
+
 void add_model_option(CLI::App& app, ModelOptions& o) {
   app.add_option("-m,--model", o.model, "GGUF model file (default: models/" + std::string(kDefaultModelFile) + ")");
+  add_residency_option(app, o.mmap);
 }
 
 void add_session_options(CLI::App& app, ModelOptions& o) {
@@ -50,7 +59,7 @@ void add_session_options(CLI::App& app, ModelOptions& o) {
 
 Loaded load(const ModelOptions& o) {
   Loaded l;
-  l.model = model::Model::load(resolve_model_path(o.model));
+  l.model = model::Model::load(resolve_model_path(o.model), residency(o.mmap));
   l.tokenizer = tokenizer::Tokenizer::create(tokenizer::vocab_from_gguf(l.model->file()));
   if (l.tokenizer->n_vocab() != l.model->config().n_vocab)
     throw Error(l.model->file().path() + ": tokenizer has " + std::to_string(l.tokenizer->n_vocab()) +

@@ -20,9 +20,12 @@ struct ModelOptions {
   int threads = 0;         // -t; 0: all cores
   bool no_kv_cache = false;
   std::string kv_type = "f16";
+  bool mmap = false;       // --mmap: map the file instead of reading it into huge pages
 };
 
-void add_model_option(CLI::App& app, ModelOptions& o);
+void add_model_option(CLI::App& app, ModelOptions& o);  // -m --mmap
+void add_residency_option(CLI::App& app, bool& mmap);   // --mmap
+gguf::Residency residency(bool mmap);
 void add_session_options(CLI::App& app, ModelOptions& o);  // -c -t --no-kv-cache --kv-type
 
 struct Loaded {

@@ -208,13 +208,14 @@ std::string Value::to_display() const {
 File::File(File&& o) noexcept { *this = std::move(o); }
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
-    if (map_) munmap(map_, size_);
+    if (map_) munmap(map_, map_len_);
     path_ = std::move(o.path_);
     version_ = o.version_;
     size_ = o.size_;
     alignment_ = o.alignment_;
     base_ = o.base_;
     map_ = o.map_;
+    map_len_ = o.map_len_;
     data_start_ = o.data_start_;
     kv_ = std::move(o.kv_);
     tensors_ = std::move(o.tensors_);
@@ -224,12 +225,25 @@ File& File::operator=(File&& o) noexcept {
   return *this;
 }
 File::~File() {
-  if (map_) munmap(map_, size_);
+  if (map_) munmap(map_, map_len_);
 }
 
 void File::fail(const std::string& what) const { throw Error(path_ + ": " + what); }
 
-File File::open(const std::string& path) {
+namespace {
+// Reads all `n` bytes of `fd` into `dst`; false on an I/O error or early EOF.
+bool read_all(int fd, uint8_t* dst, uint64_t n) {
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t r = ::pread(fd, dst + done, size_t(std::min<uint64_t>(n - done, uint64_t(1) << 30)), off_t(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    done += uint64_t(r);
+  }
+  return true;
+}
+}  // namespace
+
+File File::open(const std::string& path, Residency residency) {
   File f;
   f.path_ = path;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -244,11 +258,38 @@ File File::open(const std::string& path) {
     ::close(fd);
     f.fail("truncated file: empty, expected a GGUF header");
   }
-  void* m = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (residency == Residency::Mapped) {
+    f.map_len_ = size_t(f.size_);
+    f.map_ = mmap(nullptr, f.map_len_, PROT_READ, MAP_PRIVATE, fd, 0);
+  } else {
+    // 2 MiB alignment so the kernel can back the copy with huge pages; the
+    // extra 2 MiB leaves room to align. madvise failing (THP off) is fine.
+    constexpr size_t kHuge = size_t(2) << 20;
+    f.map_len_ = (size_t(f.size_) + kHuge - 1) / kHuge * kHuge + kHuge;
+    f.map_ = mmap(nullptr, f.map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  }
+  if (f.map_ == MAP_FAILED) {
+    const int err = errno;
+    f.map_ = nullptr;
+    ::close(fd);
+    f.fail(std::string(residency == Residency::Mapped ? "mmap failed: " : "cannot allocate memory for the file: ") +
+           std::strerror(err));
+  }
+  if (residency == Residency::Mapped) {
+    f.base_ = static_cast<const uint8_t*>(f.map_);
+  } else {
+    constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(f.map_) + kHuge - 1) / kHuge * kHuge);
+    madvise(aligned, size_t(f.size_), MADV_HUGEPAGE);
+    errno = 0;
+    if (!read_all(fd, aligned, f.size_)) {
+      const int err = errno;
+      ::close(fd);
+      f.fail(std::string("read failed: ") + (err ? std::strerror(err) : "file shrank while reading"));
+    }
+    f.base_ = aligned;
+  }
   ::close(fd);
-  if (m == MAP_FAILED) f.fail(std::string("mmap failed: ") + std::strerror(errno));
-  f.map_ = m;
-  f.base_ = static_cast<const uint8_t*>(m);
   f.parse_all();
   return f;
 }

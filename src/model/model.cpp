@@ -18,8 +18,8 @@ namespace kvlab::model {
 
 using kernels::matmul;
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
-  gguf::File file = gguf::File::open(path);
+std::unique_ptr<Model> Model::load(const std::string& path, gguf::Residency residency) {
+  gguf::File file = gguf::File::open(path, residency);
   Config cfg = load_config(file);
   Weights w = bind_weights(file, cfg);
   return std::unique_ptr<Model>(new Model(std::move(file), std::move(cfg), std::move(w)));

@@ -53,7 +53,9 @@ class Workspace {
 class Model {
  public:
   // Opens, validates and binds `path`. Throws kvlab::Error on any problem.
-  static std::unique_ptr<Model> load(const std::string& path);
+  // Weights are read into huge-page memory by default (gguf::Residency).
+  static std::unique_ptr<Model> load(const std::string& path,
+                                     gguf::Residency residency = gguf::Residency::Resident);
 
   const Config& config() const { return cfg_; }
   const gguf::File& file() const { return file_; }

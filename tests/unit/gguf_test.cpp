@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 
 #include "common/error.h"
+#include "common/scratch_dir.h"
 #include "common/tiny_model.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
@@ -232,6 +234,41 @@ TEST(Gguf, BadAlignmentKey) {
   gguf::Writer w;
   w.set_u32("general.alignment", 24);
   EXPECT_EQ(error_of(w.serialize()), "x.gguf: general.alignment must be a power-of-two u32, got 24");
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+// A resident file holds the same bytes as a mapped one and rejects a bad
+// file with the same one-line error.
+TEST(Gguf, ResidentCopyEqualsMappedFile) {
+  test::ScratchDir dir;
+  const auto bytes = small_file();
+  write_file(dir.file("ok.gguf"), bytes);
+  const File mapped = File::open(dir.file("ok.gguf"), gguf::Residency::Mapped);
+  const File resident = File::open(dir.file("ok.gguf"), gguf::Residency::Resident);
+  ASSERT_EQ(resident.tensors().size(), mapped.tensors().size());
+  for (size_t i = 0; i < mapped.tensors().size(); ++i) {
+    const auto& a = mapped.tensors()[i];
+    const auto& b = resident.tensors()[i];
+    EXPECT_NE(a.data, b.data);
+    ASSERT_EQ(a.n_bytes, b.n_bytes);
+    EXPECT_EQ(std::memcmp(a.data, b.data, a.n_bytes), 0);
+  }
+  File moved = File::open(dir.file("ok.gguf"), gguf::Residency::Resident);
+  File target = std::move(moved);  // the copy changes hands and is freed once
+  EXPECT_EQ(target.require_int("some.u32"), 7);
+
+  write_file(dir.file("short.gguf"), {bytes.begin(), bytes.begin() + 40});
+  for (auto r : {gguf::Residency::Mapped, gguf::Residency::Resident}) {
+    try {
+      File::open(dir.file("short.gguf"), r);
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), dir.file("short.gguf") + ": " + error_of({bytes.begin(), bytes.begin() + 40}).substr(8));
+    }
+  }
 }
 
 TEST(Gguf, MissingFileIsOneLine) {
