@@ -85,6 +85,7 @@ void bench(const BenchOptions& o) {
   out["machine"] = {{"cpu", kernels::cpu().model}, {"isa", kernels::isa_name(kernels::active_isa())},
                     {"profile", profile ? nlohmann::json(profile->date) : nlohmann::json(nullptr)}};
   out["commit"] = build_commit();
+  out["weights"] = o.mmap ? "mapped" : "resident (huge pages)";
   out["compiler"] = build_compiler();
   out["date"] = iso_date();
   out["results"] = nlohmann::json::array();
@@ -131,8 +132,9 @@ void bench(const BenchOptions& o) {
                   out["date"].get<std::string>().c_str(), kernels::cpu().model.c_str());
     return;
   }
-  std::printf("kvlab bench | %s (%s) | commit %s | %s\n\n", kernels::cpu().model.c_str(),
-              kernels::isa_name(kernels::active_isa()), build_commit(), out["date"].get<std::string>().c_str());
+  std::printf("kvlab bench | %s (%s) | commit %s | %s | weights %s\n\n", kernels::cpu().model.c_str(),
+              kernels::isa_name(kernels::active_isa()), build_commit(), out["date"].get<std::string>().c_str(),
+              out["weights"].get<std::string>().c_str());
   std::printf("| model | size | dtypes | threads | KV | test | t/s | GFLOP/s | GB/s | roofline |\n");
   std::printf("|---|---|---|--:|---|---|--:|--:|--:|---|\n");
   for (const auto& r : out["results"]) {
