@@ -35,6 +35,12 @@ struct DiagnoseCliOptions {
   double eff_bw = perf::Efficiency{}.bandwidth;
   double eff_compute = perf::Efficiency{}.compute;
   double layer_overhead_us = perf::Efficiency{}.layer_overhead_s * 1e6;
+  CLI::Option* eff_options[3] = {};  // --eff-bw, --eff-compute, --layer-overhead-us
+  bool eff_flags_given() const {
+    for (const CLI::Option* opt : eff_options)
+      if (opt && opt->count()) return true;
+    return false;
+  }
   bool model_given = false;
 };
 
@@ -69,6 +75,9 @@ void diagnose(const DiagnoseCliOptions& o) {
   d.kv = o.kv;
   if (!o.hw.empty()) d.hw = perf::find_hardware(o.hw, o.hw_profile);
   d.eff = {o.eff_bw, o.eff_compute, o.layer_overhead_us * 1e-6};
+  // A probed "this" knows how fast kvlab's kernels run on it: those
+  // efficiencies for it, unless the command line sets them.
+  if (d.hw && d.hw->kernels && !o.eff_flags_given()) d.hw_eff = perf::efficiency_for(*d.hw, d.weights, d.kv, d.model);
   d.target_ttft_s = o.target_ttft_ms / 1e3;
   d.target_tok_s = o.target_tok_s;
 
@@ -121,13 +130,16 @@ void add_diagnose_command(CLI::App& root) {
   app->add_option("--target-tok-s", o->target_tok_s, "decode rate a user should get at least")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app->add_option("--eff-bw", o->eff_bw, "achievable fraction of peak memory bandwidth")
+  o->eff_options[0] = app->add_option("--eff-bw", o->eff_bw,
+                                      "achievable fraction of peak memory bandwidth (with --hw this and none of "
+                                      "these three set, the user's machine gets what kvlab's kernels reach on it)")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 1.0));
-  app->add_option("--eff-compute", o->eff_compute, "achievable fraction of dense peak FLOP/s")
+  o->eff_options[1] = app->add_option("--eff-compute", o->eff_compute, "achievable fraction of dense peak FLOP/s")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 1.0));
-  app->add_option("--layer-overhead-us", o->layer_overhead_us, "fixed launch/sync cost per layer per pass, us")
+  o->eff_options[2] =
+      app->add_option("--layer-overhead-us", o->layer_overhead_us, "fixed launch/sync cost per layer per pass, us")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e5));
   app->add_option("-o,--output", o->output, "md or json")->capture_default_str();

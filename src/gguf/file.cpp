@@ -208,14 +208,14 @@ std::string Value::to_display() const {
 File::File(File&& o) noexcept { *this = std::move(o); }
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
-    if (map_) munmap(map_, map_len_);
+    if (map_) munmap(map_, size_);
     path_ = std::move(o.path_);
     version_ = o.version_;
     size_ = o.size_;
     alignment_ = o.alignment_;
     base_ = o.base_;
     map_ = o.map_;
-    map_len_ = o.map_len_;
+    resident_ = std::move(o.resident_);
     data_start_ = o.data_start_;
     kv_ = std::move(o.kv_);
     tensors_ = std::move(o.tensors_);
@@ -225,7 +225,7 @@ File& File::operator=(File&& o) noexcept {
   return *this;
 }
 File::~File() {
-  if (map_) munmap(map_, map_len_);
+  if (map_) munmap(map_, size_);
 }
 
 void File::fail(const std::string& what) const { throw Error(path_ + ": " + what); }
@@ -259,35 +259,28 @@ File File::open(const std::string& path, Residency residency) {
     f.fail("truncated file: empty, expected a GGUF header");
   }
   if (residency == Residency::Mapped) {
-    f.map_len_ = size_t(f.size_);
-    f.map_ = mmap(nullptr, f.map_len_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* m = mmap(nullptr, size_t(f.size_), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      f.fail(std::string("mmap failed: ") + std::strerror(err));
+    }
+    f.map_ = m;
+    f.base_ = static_cast<const uint8_t*>(m);
   } else {
-    // 2 MiB alignment so the kernel can back the copy with huge pages; the
-    // extra 2 MiB leaves room to align. madvise failing (THP off) is fine.
-    constexpr size_t kHuge = size_t(2) << 20;
-    f.map_len_ = (size_t(f.size_) + kHuge - 1) / kHuge * kHuge + kHuge;
-    f.map_ = mmap(nullptr, f.map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  }
-  if (f.map_ == MAP_FAILED) {
-    const int err = errno;
-    f.map_ = nullptr;
-    ::close(fd);
-    f.fail(std::string(residency == Residency::Mapped ? "mmap failed: " : "cannot allocate memory for the file: ") +
-           std::strerror(err));
-  }
-  if (residency == Residency::Mapped) {
-    f.base_ = static_cast<const uint8_t*>(f.map_);
-  } else {
-    constexpr uintptr_t kHuge = uintptr_t(2) << 20;
-    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(f.map_) + kHuge - 1) / kHuge * kHuge);
-    madvise(aligned, size_t(f.size_), MADV_HUGEPAGE);
+    try {
+      f.resident_ = HugeBuffer(size_t(f.size_));
+    } catch (const Error& e) {
+      ::close(fd);
+      f.fail(e.what());
+    }
     errno = 0;
-    if (!read_all(fd, aligned, f.size_)) {
+    if (!read_all(fd, f.resident_.data(), f.size_)) {
       const int err = errno;
       ::close(fd);
       f.fail(std::string("read failed: ") + (err ? std::strerror(err) : "file shrank while reading"));
     }
-    f.base_ = aligned;
+    f.base_ = f.resident_.data();
   }
   ::close(fd);
   f.parse_all();

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/huge_buffer.h"
 #include "tensor/dtype.h"
 
 namespace kvlab::gguf {
@@ -63,11 +64,9 @@ struct TensorInfo {
 // Where a file's bytes live once opened.
 //  Mapped:   mmap of the file; pages come in on first touch and are shared
 //            with other processes through the page cache.
-//  Resident: read into anonymous memory aligned to 2 MiB and advised for
-//            transparent huge pages. A decode step streams every weight once
-//            per token; with 4 KiB pages that is a TLB miss every 4 KiB, and
-//            under virtualisation each miss walks two page tables. Huge pages
-//            cut the misses 512-fold (decode on the default model in a 2-vCPU
+//  Resident: read into a HugeBuffer (common/huge_buffer.h). A decode step
+//            streams every weight once per token, and huge pages spare it a
+//            TLB miss every 4 KiB (decode on the default model in a 2-vCPU
 //            VM: ~86 -> ~104 tok/s). Costs a copy at load time.
 enum class Residency { Mapped, Resident };
 
@@ -121,8 +120,8 @@ class File {
   uint64_t size_ = 0;
   uint64_t alignment_ = 32;
   const uint8_t* base_ = nullptr;  // the file's bytes (mapping, resident copy or caller's buffer)
-  void* map_ = nullptr;            // non-null when we own a mapping of map_len_ bytes
-  size_t map_len_ = 0;
+  void* map_ = nullptr;            // non-null when we own an mmap of the file
+  HugeBuffer resident_;            // the copy, for Residency::Resident
   uint64_t data_start_ = 0;        // file offset of the tensor data section
   std::map<std::string, Value, std::less<>> kv_;
   std::vector<TensorInfo> tensors_;

@@ -64,17 +64,17 @@ PhaseReport measure(const model::Config& c, const Pass& p, double seconds, doubl
 }
 
 // Effective ridge points (after efficiencies) across the catalog.
-std::pair<double, double> catalog_ridges(Precision prec, const Efficiency& eff) {
+std::pair<double, double> catalog_ridges(const NumberFormat& wf, const Efficiency& eff) {
   double lo = 1e300, hi = 0;
   for (const Hardware& h : hardware_catalog()) {
-    const Machine m = make_machine(h, prec, eff);
+    const Machine m = make_machine(h, dense_precision(h, wf), eff);
     lo = std::min(lo, m.flops / m.bytes_per_s);
     hi = std::max(hi, m.flops / m.bytes_per_s);
   }
   return {lo, hi};
 }
 
-void classify(PhaseReport& r, const Context& x, Precision prec) {
+void classify(PhaseReport& r, const Context& x, const NumberFormat& wf) {
   if (x.ref_is_hw) {
     const double ridge = x.ref.flops / x.ref.bytes_per_s;
     r.bound = r.intensity >= ridge ? Bound::Compute : Bound::Memory;
@@ -82,7 +82,7 @@ void classify(PhaseReport& r, const Context& x, Precision prec) {
                     " (" + fmt_num(ridge) + " FLOP/byte)";
     return;
   }
-  const auto [lo, hi] = catalog_ridges(prec, x.in.eff);
+  const auto [lo, hi] = catalog_ridges(wf, x.in.eff);
   const std::string range = fmt_num(lo) + "-" + fmt_num(hi) + " FLOP/byte";
   if (r.intensity < lo) {
     r.bound = Bound::Memory;
@@ -114,11 +114,11 @@ const ModelEntry* smaller_model(const model::Config& c) {
   return best;
 }
 
-std::vector<HwOption> hardware_options(const Context& x, const Diagnosis& d, Precision prec) {
+std::vector<HwOption> hardware_options(const Context& x, const Diagnosis& d, const NumberFormat& wf) {
   std::vector<HwOption> out;
   const model::Config& c = x.in.model;
   for (const Hardware& h : hardware_catalog()) {
-    const Machine m = make_machine(h, prec, x.in.eff);
+    const Machine m = make_machine(h, dense_precision(h, wf), x.in.eff);
     HwOption o{h.id, h.name, h.kind, h.mem_bw, pass_seconds(c, x.prefill, m), 1.0 / pass_seconds(c, x.decode, m),
                0,    0,      false};
     o.prefill_gain = d.prefill.seconds / o.ttft_s;
@@ -290,7 +290,7 @@ std::string upgrade_text(const Diagnosis& d) {
          ".";
 }
 
-void find_contradictions(Diagnosis& d, const Context& x, Precision prec) {
+void find_contradictions(Diagnosis& d, const Context& x, const NumberFormat& wf) {
   const model::Config& c = x.in.model;
   const double prefill_min_bw = d.prefill.bytes / d.prefill.seconds;
   if (x.in.obs.kv_cache && prefill_min_bw > kBandwidthMismatch * d.decode.achieved_bw) {
@@ -309,7 +309,7 @@ void find_contradictions(Diagnosis& d, const Context& x, Precision prec) {
   }
   if (x.ref_is_hw) {
     const Efficiency ideal{1.0, 1.0, 0.0};
-    const Machine peak = make_machine(*x.in.hw, prec, ideal);
+    const Machine peak = make_machine(*x.in.hw, dense_precision(*x.in.hw, wf), ideal);
     const double ttft_min = pass_seconds(c, x.prefill, peak);
     if (d.prefill.seconds < ttft_min)
       d.contradictions.push_back(
@@ -328,7 +328,7 @@ void find_contradictions(Diagnosis& d, const Context& x, Precision prec) {
     double max_bw = 0, max_flops = 0;
     for (const Hardware& h : hardware_catalog()) {
       max_bw = std::max(max_bw, h.mem_bw);
-      max_flops = std::max(max_flops, h.compute_peak(prec, nullptr));
+      max_flops = std::max(max_flops, h.compute_peak(dense_precision(h, wf), nullptr));
     }
     if (d.decode.achieved_bw > max_bw)
       d.contradictions.push_back({"The decode rate implies " + fmt_bandwidth(d.decode.achieved_bw) +
@@ -390,7 +390,8 @@ Diagnosis diagnose(const DiagnoseOptions& in) {
   d.in = in;
   d.weight_bits = in.weight_bits.value_or(wf.bits);
   d.weight_bytes = weight_memory_bytes(in.model, d.weight_bits / 8.0);
-  const Precision prec = wf.compute;
+  // Every machine prices the matmuls at perf::dense_precision, as kvlab
+  // simulate does (integer weights on a CPU with an int8 peak: int8).
 
   Context x{in, {}, {}, {}, {}, false};
   x.shape.weight_bytes = d.weight_bits / 8.0;
@@ -402,10 +403,10 @@ Diagnosis diagnose(const DiagnoseOptions& in) {
   d.decode = measure(in.model, x.decode, 1.0 / ob.decode_tok_s, 1.0 / in.target_tok_s);
 
   if (in.hw) {
-    x.ref = make_machine(*in.hw, prec, in.eff);
+    x.ref = make_machine(*in.hw, dense_precision(*in.hw, wf), in.hw_eff ? *in.hw_eff : in.eff);
     x.ref_is_hw = true;
-    d.reference = in.hw->name + " with the default efficiencies";
-    const Machine peak = make_machine(*in.hw, prec, {1.0, 1.0, 0.0});
+    d.reference = in.hw->name + " with " + (in.hw_eff ? "efficiencies " + in.hw_eff->source : "the default efficiencies");
+    const Machine peak = make_machine(*in.hw, dense_precision(*in.hw, wf), {1.0, 1.0, 0.0});
     for (PhaseReport* r : {&d.prefill, &d.decode}) {
       r->on_hw = roofline_verdict(r->flops, r->bytes, r->seconds, peak.peak_flops, peak.peak_bytes_per_s);
     }
@@ -416,12 +417,12 @@ Diagnosis diagnose(const DiagnoseOptions& in) {
     // prefill's FLOP/s, no overheads (they are inside the measurements).
     x.ref.peak_flops = x.ref.flops = std::max(d.prefill.achieved_flops, d.decode.achieved_flops);
     x.ref.peak_bytes_per_s = x.ref.bytes_per_s = d.decode.achieved_bw;
-    x.ref.precision = prec;
+    x.ref.precision = wf.compute;
     d.reference = "a machine with the FLOP/s the prefill shows (" + fmt_flops(x.ref.flops) +
                   ") and the bandwidth the decode shows (" + fmt_bandwidth(x.ref.bytes_per_s) + ")";
   }
-  classify(d.prefill, x, prec);
-  classify(d.decode, x, prec);
+  classify(d.prefill, x, wf);
+  classify(d.decode, x, wf);
 
   d.misses_target = std::max(d.prefill.target_miss, d.decode.target_miss) > 1.0;
   d.struggling = d.decode.target_miss >= d.prefill.target_miss ? Phase::Decode : Phase::Prefill;
@@ -437,13 +438,13 @@ Diagnosis diagnose(const DiagnoseOptions& in) {
 
   d.cause = cause_text(d, x);
   d.upgrade = upgrade_text(d);
-  d.hardware = hardware_options(x, d, prec);
+  d.hardware = hardware_options(x, d, wf);
   d.remedies = d.struggling == Phase::Decode ? decode_remedies(x, d) : prefill_remedies(x, d);
   std::stable_sort(d.remedies.begin(), d.remedies.end(), [](const Remedy& a, const Remedy& b) {
     if (a.aggregate != b.aggregate) return !a.aggregate;
     return a.gain > b.gain;
   });
-  find_contradictions(d, x, prec);
+  find_contradictions(d, x, wf);
   return d;
 }
 

@@ -44,7 +44,8 @@ struct DiagnoseOptions {
   std::optional<double> weight_bits;  // a GGUF file's own average, when known
   std::string kv = "f16";
   std::optional<Hardware> hw;  // the user's hardware, when known
-  Efficiency eff;
+  Efficiency eff;              // for catalog hardware, and for `hw` unless hw_eff is set
+  std::optional<Efficiency> hw_eff;  // for `hw` alone (a probed "this": what kvlab's kernels reach)
   double target_ttft_s = 1.0;
   double target_tok_s = 10.0;
 };

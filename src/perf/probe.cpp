@@ -94,11 +94,12 @@ uint64_t sysconf_bytes(int name) {
   return v > 0 ? uint64_t(v) : 0;
 }
 
-// A buffer of whole pages from mmap. No huge-page hint: the pages are what the
-// system gives any anonymous memory (the engine's KV cache and activations),
-// and the mmapped weights are 4 KiB page-cache pages anyway. (MADV_HUGEPAGE
-// also made the first touch several times slower on a loaded VM: direct
-// compaction.)
+// A buffer of whole pages from mmap. No huge-page hint: one sequential
+// stream per thread reaches the same bandwidth with 4 KiB or 2 MiB pages
+// (31-34 GB/s on 2 threads either way on the development VM, 2026-11-30),
+// while MADV_HUGEPAGE made the first touch 4x slower (direct compaction).
+// The engine's weights do use huge pages (common/huge_buffer.h): a matmul
+// reads many rows at once, where TLB misses do cost.
 struct Buffer {
   void* p = nullptr;
   size_t bytes = 0;

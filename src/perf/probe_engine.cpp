@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/huge_buffer.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -225,9 +226,10 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
   // Whole matrices of the long and the short shape must fit.
   const size_t mat = kLongRows * kLongCols * sizeof(float);
   const size_t bytes = std::max<size_t>(size_t(stream_bytes) / mat * mat, mat);
-  const std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes]);
+  // Huge pages, as the engine's weights (gguf::Residency::Resident).
+  const HugeBuffer buf(bytes);
   for (tensor::DType t : kWeightTypes) {
-    k.matmul.push_back(measure_matmul(t, buf.get(), bytes, pool, timer));
+    k.matmul.push_back(measure_matmul(t, buf.data(), bytes, pool, timer));
     const MatmulRate& r = k.matmul.back();
     if (progress)
       progress("probe: kvlab matmul " + r.weights + ": decode " + fmt_bandwidth(r.gemv_bytes_per_s) + " + " +
@@ -240,7 +242,7 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
     for (int hd : kHeadDims) {
       AttentionRate a{std::string(tensor::dtype_info(kv).name), hd,
                       measure_attention(kv, size_t(hd), heads, 1, kAttnDecodePositions, pool, timer,
-                                        {buf.get(), bytes}),
+                                        {buf.data(), bytes}),
                       measure_attention(kv, size_t(hd), heads, kAttnPrefillTokens, kAttnPrefillPositions, pool, timer)};
       k.attention.push_back(a);
       if (progress)

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "kernels/attention.h"
 #include "perf/units.h"
 
 namespace kvlab::perf {
@@ -74,10 +75,14 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   const double dense_compute = (all.flops - attn_flops - ew_flops) / m.flops + ew_flops / m.elementwise_rate();
   const double dense_memory =
       all.weight_bytes / m.bytes_per_s + matmul_rows(c) * m.row_s + matmul_calls(c) * m.call_s;
-  // One task per (token, head), handed out dynamically: the slowest of n
-  // threads runs ceil(tasks / n) of them, not tasks / n (decode: 9 heads on
-  // 2 threads, 5 against 4.5).
-  const double tasks = double(p.new_tokens * p.batch) * double(c.n_head);
+  // The engine's attention tasks (kernels::attend_batch), handed out
+  // dynamically: one per (token, KV head); a batch with fewer than 2 per
+  // thread splits each into chunks of kernels::kAttnChunk positions. The
+  // slowest of n threads runs ceil(tasks / n) of them, not tasks / n
+  // (decode at position 100: 3 tasks on 2 threads, 2 against 1.5).
+  double tasks = double(p.new_tokens * p.batch) * double(c.n_head_kv);
+  if (m.threads > 0 && tasks < 2.0 * m.threads)
+    tasks *= std::ceil(double(p.past + p.new_tokens) / double(kernels::kAttnChunk));
   const double tail = m.threads > 0 ? std::ceil(tasks / m.threads) / (tasks / m.threads) : 1.0;
   const bool one_token = p.new_tokens == 1;
   const double attn_compute =

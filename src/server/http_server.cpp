@@ -92,6 +92,7 @@ std::string simulate(const std::string& body) {
   const std::string compute = get_or<std::string>(j, "compute", "auto");
   if (compute != "auto") opt.compute = perf::parse_precision(compute);
   opt.with_cache = !get_or<bool>(j, "no_kv_cache", false);
+  opt.eff = perf::efficiency_for(hw, opt.weights, opt.kv, m.config);  // measured for a probed "this"
   return perf::render_simulation(perf::simulate(m.id, m.config, hw, opt), perf::Format::Json);
 }
 

@@ -5,9 +5,11 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/probed_machine.h"
 #include "perf/diagnose.h"
 #include "perf/model_catalog.h"
 #include "perf/report.h"
+#include "perf/simulate.h"
 
 namespace kvlab::perf {
 namespace {
@@ -117,6 +119,34 @@ TEST(PerfDiagnose, WithoutKvCacheTurningItOnIsARemedy) {
                                   [](const Remedy& r) { return r.name == "turn the KV cache on"; });
   ASSERT_NE(cache, d.remedies.end());
   EXPECT_GT(cache->gain, 2.5);
+}
+
+// A probed "this": the user's machine is priced with what kvlab's kernels
+// reach on it (hw_eff), catalog devices keep the default efficiencies, and
+// integer weights are priced at the CPU's int8 peak, as kvlab simulate does.
+TEST(PerfDiagnose, AProbedMachineIsPricedWithItsMeasuredKernels) {
+  DiagnoseOptions in;
+  in.model_id = "smollm2-135m";
+  in.model = resolve_model(in.model_id).config;
+  in.weights = "q4_1";
+  in.obs.ttft_s = 2.0;
+  in.obs.decode_tok_s = 100;
+  in.obs.prompt_tokens = 512;
+  in.hw = test::probed_machine();
+  const Diagnosis plain = diagnose(in);
+  in.hw_eff = efficiency_for(*in.hw, "q4_1", "f16", in.model);
+  const Diagnosis measured = diagnose(in);
+  EXPECT_NE(measured.reference.find("measured by kvlab probe"), std::string::npos) << measured.reference;
+  EXPECT_NE(plain.reference.find("default efficiencies"), std::string::npos) << plain.reference;
+  // Decode priced at the measured 5 GB/s matmul stream, not 0.8 x 20 GB/s.
+  ASSERT_TRUE(measured.decode.predicted_s && plain.decode.predicted_s && plain.prefill.predicted_s);
+  EXPECT_GT(*measured.decode.predicted_s, 2 * *plain.decode.predicted_s);
+  ASSERT_EQ(measured.hardware.size(), plain.hardware.size());
+  for (size_t i = 0; i < plain.hardware.size(); ++i)
+    EXPECT_DOUBLE_EQ(measured.hardware[i].decode_tok_s, plain.hardware[i].decode_tok_s) << plain.hardware[i].id;
+  // The prefill is priced at the int8 peak (200 Gop/s x 0.6 by default):
+  // slower than that would be impossible, so the estimate is below it.
+  EXPECT_LT(*plain.prefill.predicted_s, 2 * param_count(in.model).total() * 512 / (2e11 * 0.6) * 1.5);
 }
 
 TEST(PerfDiagnose, BadInputsAndRunJson) {

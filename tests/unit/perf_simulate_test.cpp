@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/probed_machine.h"
 #include "perf/model_catalog.h"
 #include "perf/simulate.h"
 #include "perf/validate.h"
@@ -122,32 +123,20 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   // 1000/s = 0.792 s; KV 2 · (16 + 16 + 2 · 40) = 224 bytes, 0.224 s.
   p.new_tokens = 2;
   EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792);
-  // 2 heads x 2 tokens = 4 tasks on 3 threads: the slowest runs 2, not 4/3: x 1.5.
+  // The engine's tasks: one per token and KV head, 2 here. On 1 thread no
+  // tail; on 3 threads the slowest runs 1, not 2/3: x 1.5; on 4 threads, x 2
+  // (2 tasks < 2 per thread: each is split into 128-position chunks, but 5
+  // positions make one chunk).
+  m.threads = 1;
+  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792);
   m.threads = 3;
   EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792 * 1.5);
   m.threads = 4;
-  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792);
+  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792 * 2);
 }
 
-// A probed machine: 20 GB/s, 100 GFLOP/s fp32, 200 Gop/s int8, and kvlab's
-// kernels on 2 threads: q4_1 matmul at 5 GB/s + 20 ns per row + 3 us per
-// call (decode) and 50 Gop/s (prefill); f16 attention at 10 (decode) and 15 (prefill) GFLOP/s
-// for head_dim 64, 20 and 25 for 128; element-wise ops at 3 GFLOP/s; 1 us
-// per thread-pool job.
-Hardware probed() {
-  HwProfile p;
-  p.date = "2025-06-01T12:00:00Z";
-  p.cpu_model = "Test CPU";
-  p.cores = p.threads = 2;
-  p.simd = "avx2";
-  p.mem_bytes = 8ull << 30;
-  p.mem_read_bw = {{1, 1.5e10}, {2, 2e10}};
-  p.peak_fp32_flops = 1e11;
-  p.peak_int8_ops = 2e11;
-  p.kernels = KernelRates{2, {{"q4_1", 5e9, 2e-8, 3e-6, 5e10}}, {{"f16", 64, 1e10, 1.5e10}, {"f16", 128, 2e10, 2.5e10}},
-                          3e9, 1e-6};
-  return hardware_from_profile(p, "test");
-}
+// The probed machine of tests/common/probed_machine.h.
+Hardware probed() { return test::probed_machine(); }
 
 TEST(PerfSimulate, EfficienciesOfAProbedMachineAreItsKernelsOverItsPeaks) {
   const model::Config c = resolve_model("smollm2-135m").config;  // head_dim 64
@@ -203,8 +192,9 @@ TEST(PerfSimulate, AProbedMachinePricesEachGroupAtItsOwnRate) {
   EXPECT_DOUBLE_EQ(s.machine.elementwise_rate(), 3e9);
   EXPECT_DOUBLE_EQ(s.machine.bytes_per_s, 5e9);
   // Cached decode at position 1024: the weights stream (bytes and rows);
-  // attention over 1025 positions at the decode rate, 9 head tasks on 2
-  // threads (the slowest runs 5: x 10/9).
+  // attention over 1025 positions at the decode rate: 3 KV heads, fewer
+  // than 2 per thread, so each splits into ceil(1025 / 128) = 9 chunks, 27
+  // tasks on 2 threads (the slowest runs 14: x 28/27).
   Pass p;
   p.past = 1024;
   p.weight_bytes = s.weight_bits / 8;
@@ -212,7 +202,7 @@ TEST(PerfSimulate, AProbedMachinePricesEachGroupAtItsOwnRate) {
   const PassTime& d = s.steps[0].cached;
   EXPECT_DOUBLE_EQ(d.dense_s, cost.total().weight_bytes / 5e9 + matmul_rows(c) * 2e-8 + matmul_calls(c) * 3e-6);
   EXPECT_DOUBLE_EQ(d.attention_s,
-                   (cost[Op::Scores].flops + cost[Op::Softmax].flops + cost[Op::AttnV].flops) / 1e10 * 10 / 9);
+                   (cost[Op::Scores].flops + cost[Op::Softmax].flops + cost[Op::AttnV].flops) / 1e10 * 28 / 27);
   EXPECT_EQ(d.bound, Bound::Memory);
   EXPECT_EQ(s.prefill.bound, Bound::Compute);
   EXPECT_EQ(s.steps[0].naive.bound, Bound::Compute);

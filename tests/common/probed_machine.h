@@ -1,0 +1,28 @@
+// A probed machine with round numbers, for the simulator and diagnosis
+// tests: 20 GB/s, 100 GFLOP/s fp32, 200 Gop/s int8, and kvlab's kernels on
+// 2 threads: q4_1 matmul at 5 GB/s + 20 ns per row + 3 us per call (decode)
+// and 50 Gop/s (prefill); f16 attention at 10 (decode) and 15 (prefill)
+// GFLOP/s for head_dim 64, 20 and 25 for 128; element-wise ops at
+// 3 GFLOP/s; 1 us per thread-pool job.
+#pragma once
+#include "perf/hardware.h"
+#include "perf/hw_profile.h"
+
+namespace kvlab::test {
+
+inline perf::Hardware probed_machine() {
+  perf::HwProfile p;
+  p.date = "2025-06-01T12:00:00Z";
+  p.cpu_model = "Test CPU";
+  p.cores = p.threads = 2;
+  p.simd = "avx2";
+  p.mem_bytes = 8ull << 30;
+  p.mem_read_bw = {{1, 1.5e10}, {2, 2e10}};
+  p.peak_fp32_flops = 1e11;
+  p.peak_int8_ops = 2e11;
+  p.kernels = perf::KernelRates{2, {{"q4_1", 5e9, 2e-8, 3e-6, 5e10}},
+                                {{"f16", 64, 1e10, 1.5e10}, {"f16", 128, 2e10, 2.5e10}}, 3e9, 1e-6};
+  return perf::hardware_from_profile(p, "test");
+}
+
+}  // namespace kvlab::test
