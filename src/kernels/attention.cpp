@@ -195,15 +195,38 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
     });
     return;
   }
-  std::vector<size_t> first(items.size() + 1, 0);  // first chunk task of each item
+  // Partials: item i's chunk c goes to slot first[i] + c.
+  std::vector<size_t> first(items.size() + 1, 0);
   for (size_t i = 0; i < items.size(); ++i) first[i + 1] = first[i] + size_t(attn_chunks(items[i].n_pos));
   if (first.back() * part > scratch.partials.size())
     throw Error("attention over more positions than the scratch was sized for");
-  pool.run(first.back(), [&](size_t task, int thread) {
-    const size_t i = size_t(std::upper_bound(first.begin(), first.end(), task) - first.begin()) - 1;
-    const AttnItem& it = items[i];
-    attend_chunk(it.q, group, it.kv, it.n_pos, int(task - first[i]), head_dim, scale, thread_scratch(thread),
-                 &scratch.partials[task * part]);
+  // A task is one chunk of every item of a run of items of one token (its KV
+  // heads): the rows of a chunk are then read whole, not one head's slice of
+  // each row at a time. A run with too few chunks to occupy the threads
+  // (a short context) goes item by item instead.
+  struct Run {
+    size_t begin, end;
+    int chunks;
+  };
+  std::vector<Run> runs;
+  std::vector<size_t> first_task{0};
+  for (size_t i = 0; i < items.size();) {
+    size_t j = i + 1;
+    const bool whole_rows = attn_chunks(items[i].n_pos) >= 2 * pool.size();
+    while (whole_rows && j < items.size() && items[j].token == items[i].token && items[j].n_pos == items[i].n_pos)
+      ++j;
+    runs.push_back({i, j, attn_chunks(items[i].n_pos)});
+    first_task.push_back(first_task.back() + size_t(runs.back().chunks));
+    i = j;
+  }
+  pool.run(first_task.back(), [&](size_t task, int thread) {
+    const size_t r = size_t(std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin()) - 1;
+    const int chunk = int(task - first_task[r]);
+    for (size_t i = runs[r].begin; i < runs[r].end; ++i) {
+      const AttnItem& it = items[i];
+      attend_chunk(it.q, group, it.kv, it.n_pos, chunk, head_dim, scale, thread_scratch(thread),
+                   &scratch.partials[(first[i] + size_t(chunk)) * part]);
+    }
   });
   pool.run(items.size(), [&](size_t i, int thread) {
     float* acc = thread_scratch(thread);

@@ -65,12 +65,15 @@ void attend(const float* q, int group, const KvView& kv, int n_pos, size_t head_
             float* out);
 
 // One query group's attention in a batch: G heads of q, their KV head's
-// rows, the positions they see, and where the G outputs go.
+// rows, the positions they see, and where the G outputs go. Adjacent items
+// with the same `token` (the KV heads of one token, whose rows interleave
+// in memory) are read together when a batch is split into chunks.
 struct AttnItem {
   const float* q;
   KvView kv;
   int n_pos;
   float* out;
+  int token = 0;
 };
 // Per-thread scratch and chunk partials for attend_batch.
 struct AttnScratch {

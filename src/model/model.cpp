@@ -87,7 +87,7 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   for (size_t t = 0; t < T; ++t)
     for (size_t g = 0; g < size_t(n_kv); ++g) {
       const size_t at = t * qd + g * size_t(G) * hd;
-      ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at]});
+      ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at], int(t)});
     }
   kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
 

@@ -181,7 +181,7 @@ double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens,
       const size_t at = (size_t(t) * size_t(n_heads) + size_t(g * kAttnGroup)) * hd;
       kernels::KvView view{k.data() + size_t(g) * head_bytes, v.data() + size_t(g) * head_bytes, row, kv,
                            blocks.data(), bt, row * size_t(bt)};
-      items.push_back({&q[at], view, n_pos - n_tokens + 1 + t, &out[at]});
+      items.push_back({&q[at], view, n_pos - n_tokens + 1 + t, &out[at], t});
     }
   kernels::AttnScratch scratch(kAttnGroup, hd, pool.size(), n_pos);
   const float scale = 1.0f / std::sqrt(float(hd));
