@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/isa.h"
+#include "common/random.h"
 #include "kernels/attention.h"
 #include "kernels/thread_pool.h"
 
@@ -18,13 +19,7 @@ using tensor::DType;
 using test::available_isas;
 using test::IsaGuard;
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> x(n);
-  for (auto& v : x) v = d(rng);
-  return x;
-}
+using test::randn;
 
 // n_pos positions of n_kv KV heads, laid out as the cache does (every head
 // of a position in one row), K and V from a seeded normal distribution.

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "common/isa.h"
+#include "common/random.h"
 #include "common/tiny_model.h"
 #include "kernels/cpu.h"
 #include "kernels/dot.h"
@@ -25,13 +26,7 @@ using tensor::DType;
 using test::available_isas;
 using test::IsaGuard;
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, scale);
-  std::vector<float> x(n);
-  for (auto& v : x) v = d(rng);
-  return x;
-}
+using test::randn;
 
 class DotKernels : public ::testing::TestWithParam<DType> {};
 
