@@ -157,6 +157,15 @@ TEST(Attention, SplitChunksEqualOneThreadBitwise) {
       ASSERT_LT(1u, scratch.split_below);
       attend_batch({&item, 1}, group, hd, 0.125f, pool, scratch);
     }
+    // All KV heads of one token in one batch: split, and at long contexts
+    // each task reads one chunk of every head (whole rows).
+    std::vector<float> together(q.size());
+    std::vector<AttnItem> heads;
+    for (int g = 0; g < n_kv; ++g)
+      heads.push_back({&q[size_t(g * group) * hd], kv.view(g), n_pos, &together[size_t(g * group) * hd], 0});
+    ASSERT_LT(heads.size(), scratch.split_below);
+    attend_batch(heads, group, hd, 0.125f, pool, scratch);
+    EXPECT_EQ(split, together) << "n_pos " << n_pos;
     // All KV heads, each on one thread, padded to a batch too large to split.
     std::vector<AttnItem> items;
     std::vector<float> pad(size_t(group) * hd);
