@@ -15,7 +15,8 @@ struct InfoOptions {
 };
 
 void info(const InfoOptions& o) {
-  const auto m = model::Model::load(resolve_model_path(o.model));
+  // Only metadata and shapes are read: map the file rather than copy it.
+  const auto m = model::Model::load(resolve_model_path(o.model), gguf::Residency::Mapped);
   const model::Config& c = m->config();
   const gguf::File& f = m->file();
   std::map<std::string, std::pair<int, uint64_t>> by_dtype;  // name -> (tensors, bytes)
