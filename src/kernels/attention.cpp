@@ -89,9 +89,8 @@ const uint8_t* row_at(const uint8_t* base, const KvView& kv, int pos) {
 // lie one after another in memory within [p0, p1).
 template <class Fn>
 void for_each_run(const uint8_t* base, const KvView& kv, int p0, int p1, Fn&& fn) {
-  const int run = kv.blocks ? kv.block_tokens : p1 - p0;
   for (int j = p0; j < p1;) {
-    const int end = kv.blocks ? std::min(p1, (j / run + 1) * run) : p1;
+    const int end = kv.blocks ? std::min(p1, (j / kv.block_tokens + 1) * kv.block_tokens) : p1;
     fn(j, end - j, row_at(base, kv, j));
     j = end;
   }
@@ -196,7 +195,8 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
     return;
   }
   // Partials: item i's chunk c goes to slot first[i] + c.
-  std::vector<size_t> first(items.size() + 1, 0);
+  std::vector<size_t>& first = scratch.first_partial;
+  first.assign(items.size() + 1, 0);
   for (size_t i = 0; i < items.size(); ++i) first[i + 1] = first[i] + size_t(attn_chunks(items[i].n_pos));
   if (first.back() * part > scratch.partials.size())
     throw Error("attention over more positions than the scratch was sized for");
@@ -204,12 +204,10 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   // heads): the rows of a chunk are then read whole, not one head's slice of
   // each row at a time. A run with too few chunks to occupy the threads
   // (a short context) goes item by item instead.
-  struct Run {
-    size_t begin, end;
-    int chunks;
-  };
-  std::vector<Run> runs;
-  std::vector<size_t> first_task{0};
+  std::vector<AttnScratch::Run>& runs = scratch.runs;
+  std::vector<size_t>& first_task = scratch.first_task;
+  runs.clear();
+  first_task.assign(1, 0);
   for (size_t i = 0; i < items.size();) {
     size_t j = i + 1;
     const bool whole_rows = attn_chunks(items[i].n_pos) >= 2 * pool.size();

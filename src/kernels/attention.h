@@ -83,6 +83,15 @@ struct AttnScratch {
   // Batches with fewer items than this spread each item's chunks over the
   // threads (a decode step of one or two streams), then merge them in order.
   size_t split_below;
+  // attend_batch's bookkeeping for a split batch, kept here so a decode step
+  // allocates nothing: the first partial slot of each item, the runs of
+  // items read together, and the first task of each run.
+  struct Run {
+    size_t begin, end;
+    int chunks;
+  };
+  std::vector<size_t> first_partial, first_task;
+  std::vector<Run> runs;
 };
 // All items on the pool, with the same arithmetic whether an item's chunks
 // run on one thread or many.
