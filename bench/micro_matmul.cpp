@@ -1,6 +1,6 @@
 // matmul (kernels/matmul.h) on SmolLM2-135M-sized matrices, at the best ISA:
 //
-//   matmul/<dtype>/<rows>x<cols>/tok:<T>/threads:<N>
+//   matmul/<dtype>[:rows8]/<rows>x<cols>/tok:<T>/threads:<N>
 //
 // rows x cols = output x input features:
 //   576x576     attention q/o projections      (k/v are 192x576)
@@ -11,6 +11,9 @@
 // prefill (GEMM: compute-bound, watch FLOP/s). The LM head runs only for the
 // tokens that need logits, so it is measured at T = 1 and 64, not 512.
 //
+// ":rows8" is the layout the engine loads quantized weights in (kernels/rows8.h);
+// without it, the GGUF row-major layout (`--mmap`).
+//
 // Each iteration includes the activation conversion (f32 -> q8_0/q8_1/...),
 // as in the engine. Weights of 576x576 q4_1 (207 KiB) fit in L2, so their
 // "GEMV bytes/s" is a cache figure; the LM head (31 MiB) streams from DRAM.
@@ -19,6 +22,7 @@
 #include <memory>
 
 #include "kernels/matmul.h"
+#include "kernels/rows8.h"
 #include "micro_common.h"
 
 namespace kvlab::bench {
@@ -26,15 +30,20 @@ namespace {
 
 using tensor::DType;
 
-void BM_matmul(benchmark::State& state, DType dtype, size_t rows, size_t cols, size_t n_tokens, int threads) {
+void BM_matmul(benchmark::State& state, DType dtype, bool rows8, size_t rows, size_t cols, size_t n_tokens,
+               int threads) {
   use_best_isa();
-  const auto m = random_matrix(dtype, rows, cols, 7);
+  auto m = random_matrix(dtype, rows, cols, 7);
   kernels::WeightMatrix w;
   w.dtype = dtype;
   w.data = m.data.data();
   w.rows = rows;
   w.cols = cols;
   w.row_bytes = m.row_bytes;
+  if (rows8 && !kernels::relayout_rows8(w, m.data.data())) {
+    state.SkipWithError("no rows-of-8 kernel for this dtype at this ISA");
+    return;
+  }
   const auto x = random_floats(n_tokens * cols, 11);
   std::vector<float> y(n_tokens * rows);
   kernels::ThreadPool pool(threads);
@@ -64,15 +73,18 @@ int register_all() {
   };
   for (const auto& s : shapes)
     for (DType dt : s.dtypes)
-      for (size_t t : s.tokens)
-        for (int threads : {1, 2}) {
-          const std::string name = "matmul/" + dtype_name(dt) + "/" + std::to_string(s.rows) + "x" +
-                                   std::to_string(s.cols) + "/tok:" + std::to_string(t) +
-                                   "/threads:" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(), BM_matmul, dt, s.rows, s.cols, t, threads)
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond);
-        }
+      for (bool rows8 : {false, true}) {
+        if (rows8 && dt == DType::F16) continue;  // no rows-of-8 kernel for floats
+        for (size_t t : s.tokens)
+          for (int threads : {1, 2}) {
+            const std::string name = "matmul/" + dtype_name(dt) + (rows8 ? ":rows8/" : "/") + std::to_string(s.rows) +
+                                     "x" + std::to_string(s.cols) + "/tok:" + std::to_string(t) +
+                                     "/threads:" + std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), BM_matmul, dt, rows8, s.rows, s.cols, t, threads)
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
+      }
   return 0;
 }
 const int registered = register_all();

@@ -491,6 +491,11 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
   return nullptr;
 }
 
+uint8_t* File::resident_bytes(const uint8_t* p) {
+  if (resident_.data() == nullptr || p < base_ || p >= base_ + size_) return nullptr;
+  return resident_.data() + (p - base_);
+}
+
 const TensorInfo& File::require_tensor(std::string_view name, std::vector<uint64_t> dims) const {
   const TensorInfo* t = find_tensor(name);
   if (!t) fail("missing required tensor '" + std::string(name) + "'");

@@ -109,6 +109,10 @@ class File {
   const TensorInfo* find_tensor(std::string_view name) const;
   // Throws "<path>: missing required tensor 'name'" / shape mismatch errors.
   const TensorInfo& require_tensor(std::string_view name, std::vector<uint64_t> dims) const;
+  // `p` (a tensor's data) as a writable pointer into a Resident file's copy,
+  // where the model re-lays out its matrices for the kernels; nullptr for a
+  // mapped file.
+  uint8_t* resident_bytes(const uint8_t* p);
 
  private:
   File() = default;

@@ -197,6 +197,123 @@ void dot_4x1(const void* w, size_t w_stride, const void* a, size_t n, float* out
   kernel<K, 4, 1>(w, w_stride, a, 0, n, out);
 }
 
+// ---- rows of 8 (kernels/rows8.h) -------------------------------------------
+// One column block of a group holds the 8 rows' f16 headers, then their quant
+// bytes in 32-byte runs of 4 bytes per row. `load` turns the runs into 8
+// vectors w[i] whose lane r holds 4 quants of row r, paired with activation
+// bytes 4i..4i+3, so a broadcast of those 4 bytes multiplies all 8 rows and
+// `isum` leaves row r's exact integer block sum in lane r. The scaling then
+// repeats the scalar reference's float operations lane by lane, in its order
+// (dot_scalar.cpp), so results equal it bit for bit.
+
+inline __m256i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_set1_epi32(v);
+}
+inline __m256 load_halves8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 broadcast_half(uint16_t h) { return _mm256_set1_ps(h2f(h)); }
+
+// q4_1 x q8_1: float(sumi) * (d_w*d_x) + m_w*s_x per block.
+struct Q4_1Rows8 {
+  using A = BlockQ8_1;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_1);
+  struct Scales {
+    __m256 d, m;
+  };
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
+  // Runs 0..3: low nibbles, elements 4c..4c+3; as high nibbles, 16+4c.. .
+  static void load(const uint8_t* blk, __m256i w[8]) {
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 + 32 * c));
+      w[c] = _mm256_and_si256(v, mask);
+      w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    }
+  }
+  // u4 x s8 pairs: each vpmaddubsw lane is at most 2*15*127 = 3810 in
+  // magnitude, so eight of them add up in int16 (30480 < 32767).
+  static __m256i isum(const __m256i w[8], const int8_t* qx) {
+    __m256i p = _mm256_maddubs_epi16(w[0], broadcast4(qx));
+    for (int i = 1; i < 8; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], broadcast4(qx + 4 * i)));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+  }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const A& x) {
+    const __m256 dd = _mm256_mul_ps(s.d, broadcast_half(x.d));
+    return _mm256_add_ps(acc, _mm256_add_ps(_mm256_mul_ps(sum, dd), _mm256_mul_ps(s.m, broadcast_half(x.s))));
+  }
+};
+
+// q8_0 x q8_0: float(sumi) * (d_w*d_x) per block.
+struct Q8_0Rows8 {
+  using A = BlockQ8_0;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ8_0);
+  struct Scales {
+    __m256 d;
+  };
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
+  static void load(const uint8_t* blk, __m256i w[8]) {
+    for (int c = 0; c < 8; ++c) w[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+  }
+  // s8 x s8 through the sign trick; a pair can reach 2*128*127 = 32512, so
+  // each vpmaddubsw result is widened to int32 before the next is added.
+  static __m256i isum(const __m256i w[8], const int8_t* qx) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i s = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i) {
+      const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w[i], w[i]), _mm256_sign_epi8(broadcast4(qx + 4 * i), w[i]));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+    }
+    return s;
+  }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const A& x) {
+    return _mm256_add_ps(acc, _mm256_mul_ps(sum, _mm256_mul_ps(s.d, broadcast_half(x.d))));
+  }
+};
+
+// Software prefetch this far ahead of the block being multiplied. A decode
+// matmul gives each thread one sequential range of rows (matmul.cpp), and the
+// hardware prefetcher alone leaves the core short of bandwidth (default model,
+// 2 threads, tg128: ~190 -> ~210 tok/s at 1 KiB; 512 B and 2-4 KiB did less).
+// The lines past a range's end it touches are the next range's: harmless.
+constexpr size_t kPrefetchAhead = 1024;
+
+// One group against NT tokens: each block's weights are unpacked once and
+// meet all NT activation rows.
+template <class K, int NT>
+void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
+  using A = typename K::A;
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (size_t b = 0; b < n / kQK; ++b) {
+    const uint8_t* blk = group + b * K::kBlockBytes;
+    for (size_t o = 0; o < K::kBlockBytes; o += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
+    __m256i w[8];
+    K::load(blk, w);
+    const typename K::Scales s = K::scales(blk);
+    for (int t = 0; t < NT; ++t) {
+      const A& x = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b];
+      acc[t] = K::accumulate(acc[t], _mm256_cvtepi32_ps(K::isum(w, x.qs)), s, x);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
+}
+
+template <class K>
+void rows8(const void* group, const void* act, size_t a_stride, size_t n_tokens, size_t n, float* y, size_t y_stride) {
+  auto* g = static_cast<const uint8_t*>(group);
+  auto* a = static_cast<const uint8_t*>(act);
+  switch (n_tokens) {
+    case 1: return rows8_tokens<K, 1>(g, a, a_stride, n, y, y_stride);
+    case 2: return rows8_tokens<K, 2>(g, a, a_stride, n, y, y_stride);
+    case 3: return rows8_tokens<K, 3>(g, a, a_stride, n, y, y_stride);
+    default: return rows8_tokens<K, 4>(g, a, a_stride, n, y, y_stride);
+  }
+}
+
 // ---- activation quantization: same arithmetic as the scalar reference
 // (127/amax, round half to even), so the bytes are identical ----------------
 
@@ -248,9 +365,11 @@ void quantize_q8_1(const float* x, void* out, size_t n) {
 const DotKernel kF32{ActFormat::F32, quantize_row_f32, dot_f32, dot4_by_rows<dot_f32>, rows4_by_rows<dot_f32>};
 const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot_f16>, rows4_by_rows<dot_f16>};
 const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>, rows4_by_rows<dot_bf16>};
-const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q8_0Kind>, dot_1x4<Q8_0Kind>, dot_4x1<Q8_0Kind>};
+const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q8_0Kind>, dot_1x4<Q8_0Kind>, dot_4x1<Q8_0Kind>,
+                      rows8<Q8_0Rows8>};
 const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q4_0Kind>, dot_1x4<Q4_0Kind>, dot_4x1<Q4_0Kind>};
-const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Q4_1Kind>, dot_1x4<Q4_1Kind>, dot_4x1<Q4_1Kind>};
+const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Q4_1Kind>, dot_1x4<Q4_1Kind>, dot_4x1<Q4_1Kind>,
+                      rows8<Q4_1Rows8>};
 
 }  // namespace
 

@@ -14,12 +14,18 @@
 
 namespace kvlab::kernels {
 
+// How a matrix's blocks are ordered in memory: as in GGUF (each row's blocks
+// contiguous), or re-laid out in groups of 8 rows for the SIMD kernels
+// (kernels/rows8.h). Same bytes, same size; only the order differs.
+enum class Layout { RowMajor, Rows8 };
+
 struct WeightMatrix {
   tensor::DType dtype = tensor::DType::F32;
   const uint8_t* data = nullptr;  // rows * row_bytes, read-only (mmap)
   size_t rows = 0;                // output features
   size_t cols = 0;                // input features
   size_t row_bytes = 0;
+  Layout layout = Layout::RowMajor;
   size_t bytes() const { return rows * row_bytes; }
 };
 

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "kernels/attention.h"
 #include "kernels/ops.h"
+#include "kernels/rows8.h"
 
 namespace kvlab::model {
 
@@ -22,6 +23,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, gguf::Residency resi
   gguf::File file = gguf::File::open(path, residency);
   Config cfg = load_config(file);
   Weights w = bind_weights(file, cfg);
+  relayout_for_kernels(w, file);
   return std::unique_ptr<Model>(new Model(std::move(file), std::move(cfg), std::move(w)));
 }
 
@@ -129,8 +131,7 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
   }
 
   pool.run(T, [&](size_t t, int) {
-    const auto& emb = w_.token_embd;
-    tensor::dtype_info(emb.dtype).dequantize(emb.data + size_t(batch[t].token) * emb.row_bytes, &ws.x[t * E], E);
+    kernels::dequantize_row(w_.token_embd, size_t(batch[t].token), &ws.x[t * E]);
     kernels::rope_table(batch[t].pos, size_t(c.rope_dim), c.rope_theta, &ws.rope[t * size_t(c.rope_dim)]);
   });
   for (int i = 0; i < c.n_layer; ++i) {

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "kernels/dot.h"
+#include "kernels/rows8.h"
 
 namespace kvlab::model {
 namespace {
@@ -57,6 +58,18 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
     w.layers.push_back(std::move(l));
   }
   return w;
+}
+
+void relayout_for_kernels(Weights& w, gguf::File& file) {
+  auto relayout = [&](WeightMatrix& m) {
+    if (uint8_t* bytes = file.resident_bytes(m.data)) kernels::relayout_rows8(m, bytes);
+  };
+  const bool tied = w.output.data == w.token_embd.data;
+  relayout(w.token_embd);
+  if (tied) w.output = w.token_embd;  // one tensor: re-laid out once
+  else relayout(w.output);
+  for (auto& l : w.layers)
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) relayout(*m);
 }
 
 }  // namespace kvlab::model

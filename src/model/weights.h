@@ -1,6 +1,7 @@
 // Typed views of the model's tensors, bound once at load time. Matrices point
-// into the mmapped GGUF (never copied); small 1-D norm weights are widened to
-// f32 into owned vectors (n_embd floats each) so every kernel sees f32.
+// into the GGUF's bytes (mapped, or the resident copy); small 1-D norm weights
+// are widened to f32 into owned vectors (n_embd floats each) so every kernel
+// sees f32.
 #pragma once
 #include <vector>
 
@@ -38,5 +39,10 @@ struct Weights {
 // Checks every required tensor's presence, shape and dtype against `cfg`.
 // Throws kvlab::Error("<path>: missing required tensor 'blk.3.attn_q.weight'").
 Weights bind_weights(const gguf::File& file, const Config& cfg);
+
+// Re-lays out every matrix the active kernels read faster in groups of 8 rows
+// (kernels/rows8.h), in place in a Resident file's copy. A mapped file is
+// left as it is: its pages belong to the page cache.
+void relayout_for_kernels(Weights& w, gguf::File& file);
 
 }  // namespace kvlab::model

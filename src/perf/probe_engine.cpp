@@ -18,6 +18,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/rows8.h"
 #include "kernels/thread_pool.h"
 #include "kv/cache.h"
 #include "perf/probe.h"
@@ -103,15 +104,25 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
   r.weights = std::string(info.name);
   kernels::MatmulScratch scratch;
   std::vector<float> x(kGemmTokens * kGemmDim, 0.5f), y(kGemmTokens * std::max(kGemmDim, kShortRows));
-  fill_weights(t, buf, buf_bytes);
-
+  // `n` matrices of `rows` x `cols` filling the buffer from the start, in the
+  // layout the engine loads them in (kernels/rows8.h). Re-filled for every
+  // shape: the rows-of-8 layout depends on it.
+  auto matrices = [&](size_t rows, size_t cols, size_t n) {
+    fill_weights(t, buf, buf_bytes);
+    const size_t mat = rows * *tensor::row_bytes(t, cols);
+    std::vector<kernels::WeightMatrix> ms;
+    for (size_t i = 0; i < n; ++i) {
+      ms.push_back({t, buf + i * mat, rows, cols, mat / rows});
+      kernels::relayout_rows8(ms.back(), buf + i * mat);
+    }
+    return ms;
+  };
   // One pass over the buffer (>= 2 x L3, so from DRAM) as `n` matrices of
   // `rows` x `cols`, one token each: the decode matmul. Seconds.
   auto pass = [&](size_t rows, size_t cols, size_t n) {
-    const size_t mat = rows * *tensor::row_bytes(t, cols);
+    const auto ms = matrices(rows, cols, n);
     return timer.median([&] {
-      for (size_t i = 0; i < n; ++i)
-        kernels::matmul({t, buf + i * mat, rows, cols, mat / rows}, x.data(), 1, y.data(), pool, scratch);
+      for (const auto& m : ms) kernels::matmul(m, x.data(), 1, y.data(), pool, scratch);
     });
   };
   // Three shapes over the same bytes: long rows (A), short rows (B: 8x the
@@ -129,7 +140,7 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
       bytes / std::max(1e-9, t_a - double(n * kLongRows) * r.gemv_row_s - double(n) * r.gemv_call_s);
 
   // Prefill: a 64-token tile against a cached matrix, 2 op per multiply-add.
-  const kernels::WeightMatrix w{t, buf, kGemmDim, kGemmDim, *tensor::row_bytes(t, kGemmDim)};
+  const kernels::WeightMatrix w = matrices(kGemmDim, kGemmDim, 1)[0];
   kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch);  // warm the cache
   const double s = timer.median([&] { kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch); });
   r.gemm_ops_per_s = 2.0 * double(kGemmDim * kGemmDim * kGemmTokens) / s;

@@ -15,7 +15,9 @@
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/rows8.h"
 #include "kernels/thread_pool.h"
+#include "tensor/blocks.h"
 #include "tensor/half.h"
 
 namespace kvlab::kernels {
@@ -99,6 +101,63 @@ TEST(Matmul, BatchedEqualsOneTokenAtATimeBitwise) {
       for (size_t r = 0; r < rows; ++r) ASSERT_EQ(single[r], batched[i * rows + r]) << info.name << " t=" << i;
     }
   }
+}
+
+// The rows-of-8 layout (kernels/rows8.h): every (row, token) result equals
+// the scalar reference on the GGUF row bit for bit, for any token count and
+// thread count; and a re-laid-out row still dequantizes to the same values.
+TEST(Rows8, EqualsScalarReferenceBitwise) {
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::F16}) {
+      const auto& info = tensor::dtype_info(t);
+      const DotKernel& ref = dot_kernel(t, Isa::Scalar);
+      for (auto [rows, cols] : {std::pair<size_t, size_t>{8, 32}, {24, 96}, {40, 608}}) {
+        const auto wf = randn(rows * cols, uint32_t(rows + cols), 0.1f);
+        std::vector<uint8_t> plain(rows * cols / info.block_size * info.block_bytes);
+        info.quantize(wf.data(), plain.data(), rows * cols);
+        std::vector<uint8_t> bytes = plain;
+        WeightMatrix w{t, bytes.data(), rows, cols, plain.size() / rows};
+        const bool expect = dot_kernel(t).rows8 != nullptr;
+        ASSERT_EQ(relayout_rows8(w, bytes.data()), expect) << info.name << " " << isa_name(isa);
+        if (!expect) continue;
+        ASSERT_EQ(w.layout, Layout::Rows8);
+        ASSERT_NE(bytes, plain);  // a real permutation of the bytes...
+        std::vector<float> a(cols), b(cols);
+        for (size_t r = 0; r < rows; ++r) {  // ...that loses nothing
+          info.dequantize(plain.data() + r * w.row_bytes, a.data(), cols);
+          dequantize_row(w, r, b.data());
+          ASSERT_EQ(a, b) << info.name << " row " << r;
+        }
+        const size_t act_bytes = act_row_bytes(ref.act, cols);
+        for (size_t T : {1u, 2u, 3u, 4u, 5u, 9u, 70u}) {
+          const auto x = randn(T * cols, uint32_t(T));
+          std::vector<float> y(T * rows);
+          ThreadPool pool(T % 2 ? 1 : 2);
+          MatmulScratch s;
+          matmul(w, x.data(), T, y.data(), pool, s);
+          std::vector<uint8_t> xa(act_bytes);
+          for (size_t i = 0; i < T; ++i) {
+            ref.quantize_act(x.data() + i * cols, xa.data(), cols);
+            for (size_t r = 0; r < rows; ++r)
+              ASSERT_EQ(y[i * rows + r], ref.dot(plain.data() + r * w.row_bytes, xa.data(), cols))
+                  << info.name << " " << isa_name(isa) << " " << rows << "x" << cols << " T=" << T << " t=" << i
+                  << " r=" << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Rows8, LeavesOtherMatricesAlone) {
+  std::vector<uint8_t> bytes(12 * 32 / 32 * sizeof(tensor::BlockQ4_1));
+  WeightMatrix odd{DType::Q4_1, bytes.data(), 12, 32, bytes.size() / 12};  // 12 rows: not whole groups
+  EXPECT_FALSE(relayout_rows8(odd, bytes.data()));
+  EXPECT_EQ(odd.layout, Layout::RowMajor);
+  std::vector<uint8_t> f(8 * 32 * 4);
+  WeightMatrix f32{DType::F32, f.data(), 8, 32, 32 * 4};  // no rows-of-8 kernel for floats
+  EXPECT_FALSE(relayout_rows8(f32, f.data()));
 }
 
 TEST(ThreadPool, RunsEveryTaskExactlyOnce) {

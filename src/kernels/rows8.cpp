@@ -1,0 +1,74 @@
+#include "kernels/rows8.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/dot.h"
+
+namespace kvlab::kernels {
+namespace {
+
+// A quantized block as f16 header values followed by quant bytes.
+struct BlockShape {
+  size_t halves;  // q8_0, q4_0: 1 (d); q4_1: 2 (d, m)
+  size_t quants;  // bytes of quants: 32 for q8_0, 16 for the 4-bit formats
+};
+
+BlockShape block_shape(tensor::DType t) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(t);
+  const size_t quants = info.block_size * (t == tensor::DType::Q8_0 ? 8 : 4) / 8;
+  return {(info.block_bytes - quants) / 2, quants};
+}
+
+// Offsets inside one column block of a group (see rows8.h).
+size_t header_offset(size_t k, size_t r) { return 2 * (k * kRows8 + r); }
+size_t quant_offset(const BlockShape& s, size_t j, size_t r) {
+  return 2 * s.halves * kRows8 + (j / 4) * 4 * kRows8 + r * 4 + j % 4;
+}
+
+}  // namespace
+
+bool rows8_available(const WeightMatrix& w) {
+  return w.layout == Layout::RowMajor && w.rows % kRows8 == 0 && dot_kernel(w.dtype).rows8 != nullptr;
+}
+
+bool relayout_rows8(WeightMatrix& w, uint8_t* data) {
+  if (!rows8_available(w)) return false;
+  const BlockShape s = block_shape(w.dtype);
+  const size_t block_bytes = 2 * s.halves + s.quants, n_blocks = w.row_bytes / block_bytes;
+  const size_t group_bytes = kRows8 * w.row_bytes;
+  std::vector<uint8_t> rows(group_bytes);
+  for (uint8_t* group = data; group < data + w.bytes(); group += group_bytes) {
+    std::memcpy(rows.data(), group, group_bytes);
+    for (size_t r = 0; r < kRows8; ++r)
+      for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* src = rows.data() + r * w.row_bytes + b * block_bytes;
+        uint8_t* dst = group + b * kRows8 * block_bytes;
+        for (size_t k = 0; k < s.halves; ++k) std::memcpy(dst + header_offset(k, r), src + 2 * k, 2);
+        for (size_t j = 0; j < s.quants; j += 4) std::memcpy(dst + quant_offset(s, j, r), src + 2 * s.halves + j, 4);
+      }
+  }
+  w.layout = Layout::Rows8;
+  return true;
+}
+
+void dequantize_row(const WeightMatrix& w, size_t r, float* out) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(w.dtype);
+  if (w.layout == Layout::RowMajor) {
+    info.dequantize(w.data + r * w.row_bytes, out, w.cols);
+    return;
+  }
+  const BlockShape s = block_shape(w.dtype);
+  const size_t block_bytes = 2 * s.halves + s.quants, n_blocks = w.row_bytes / block_bytes;
+  const uint8_t* group = w.data + (r / kRows8) * kRows8 * w.row_bytes;
+  const size_t lane = r % kRows8;
+  uint8_t block[64];  // one block of row r, put back in GGUF order (34 bytes at most)
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* src = group + b * kRows8 * block_bytes;
+    for (size_t k = 0; k < s.halves; ++k) std::memcpy(block + 2 * k, src + header_offset(k, lane), 2);
+    for (size_t j = 0; j < s.quants; j += 4) std::memcpy(block + 2 * s.halves + j, src + quant_offset(s, j, lane), 4);
+    info.dequantize(block, out + b * info.block_size, info.block_size);
+  }
+}
+
+}  // namespace kvlab::kernels

@@ -1,0 +1,44 @@
+// The rows-of-8 weight layout: a quantized matrix re-laid out so that the
+// SIMD kernels read 8 rows' blocks of one column together.
+//
+// In GGUF a row's blocks are contiguous. A dot product then has to reduce each
+// block's 32 products horizontally before it can be scaled, once per row and
+// block. Interleaving 8 rows puts one row in each 32-bit lane of a 256-bit
+// vector: the 8 rows' scales load as one vector, four activation bytes are
+// broadcast against four bytes of every row at once, and a block's integer
+// sums come out one per lane with no horizontal step. (GGML's CPU "repack"
+// kernels interleave rows for the same reason.)
+//
+// A group of 8 rows occupies exactly the bytes it did before, so the change is
+// made in place, group by group. Within a group, column block b is
+//
+//   half  h[k][r]                 header value k (q8_0: d; q4_1: d, m) of row r
+//   byte  qs[(j/4)*32 + r*4 + j%4]  quant byte j of row r's block
+//
+// i.e. the headers of the 8 rows side by side, then the quant bytes in runs of
+// 4 per row. For q4_1 each 32-byte run holds, per row, 4 low nibbles
+// (elements 4c..4c+3) and the matching high nibbles (elements 16+4c..): the
+// GGUF byte unchanged.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/matmul.h"
+
+namespace kvlab::kernels {
+
+inline constexpr size_t kRows8 = 8;
+
+// True when `w` is in row-major layout, its dtype has a rows-of-8 kernel at
+// the active ISA, and its row count is a multiple of 8.
+bool rows8_available(const WeightMatrix& w);
+
+// Re-lays out `w` in place when rows8_available(w). `data` is w.data, writable.
+// Returns whether it did.
+bool relayout_rows8(WeightMatrix& w, uint8_t* data);
+
+// Row `r` of `w`, in either layout, dequantized to n = w.cols floats (the
+// embedding lookup reads rows of a matrix the LM head may have re-laid out).
+void dequantize_row(const WeightMatrix& w, size_t r, float* out);
+
+}  // namespace kvlab::kernels
