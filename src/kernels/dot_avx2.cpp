@@ -280,6 +280,33 @@ struct Q8_0Rows8 {
 // The lines past a range's end it touches are the next range's: harmless.
 constexpr size_t kPrefetchAhead = 1024;
 
+// q4_0 x q8_0: float(sumi) * (d_w*d_x) per block, with the quants q - 8 in
+// -8..7: the sign trick of q8_0, and eight vpmaddubsw results still add up
+// in int16 (each at most 2*8*127 = 2032 in magnitude).
+struct Q4_0Rows8 {
+  using A = BlockQ8_0;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_0);
+  using Scales = Q8_0Rows8::Scales;
+  static Scales scales(const uint8_t* blk) { return Q8_0Rows8::scales(blk); }
+  static void load(const uint8_t* blk, __m256i w[8]) {
+    const __m256i mask = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+      w[c] = _mm256_sub_epi8(_mm256_and_si256(v, mask), eight);
+      w[4 + c] = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), eight);
+    }
+  }
+  static __m256i isum(const __m256i w[8], const int8_t* qx) {
+    __m256i p = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i)
+      p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_sign_epi8(w[i], w[i]), _mm256_sign_epi8(broadcast4(qx + 4 * i), w[i])));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+  }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const A& x) {
+    return Q8_0Rows8::accumulate(acc, sum, s, x);
+  }
+};
+
 // One group against NT tokens: each block's weights are unpacked once and
 // meet all NT activation rows.
 template <class K, int NT>
@@ -367,7 +394,8 @@ const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot
 const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>, rows4_by_rows<dot_bf16>};
 const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q8_0Kind>, dot_1x4<Q8_0Kind>, dot_4x1<Q8_0Kind>,
                       rows8<Q8_0Rows8>};
-const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q4_0Kind>, dot_1x4<Q4_0Kind>, dot_4x1<Q4_0Kind>};
+const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q4_0Kind>, dot_1x4<Q4_0Kind>, dot_4x1<Q4_0Kind>,
+                      rows8<Q4_0Rows8>};
 const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Q4_1Kind>, dot_1x4<Q4_1Kind>, dot_4x1<Q4_1Kind>,
                       rows8<Q4_1Rows8>};
 

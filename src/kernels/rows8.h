@@ -12,11 +12,11 @@
 // A group of 8 rows occupies exactly the bytes it did before, so the change is
 // made in place, group by group. Within a group, column block b is
 //
-//   half  h[k][r]                 header value k (q8_0: d; q4_1: d, m) of row r
+//   half  h[k][r]                 header value k (q8_0, q4_0: d; q4_1: d, m) of row r
 //   byte  qs[(j/4)*32 + r*4 + j%4]  quant byte j of row r's block
 //
 // i.e. the headers of the 8 rows side by side, then the quant bytes in runs of
-// 4 per row. For q4_1 each 32-byte run holds, per row, 4 low nibbles
+// 4 per row. For q4_0 and q4_1 each 32-byte run holds, per row, 4 low nibbles
 // (elements 4c..4c+3) and the matching high nibbles (elements 16+4c..): the
 // GGUF byte unchanged.
 #pragma once

@@ -101,7 +101,7 @@ TEST(KvCacheEquivalence, SyntheticModelsEveryFormat) {
   }
 }
 
-// The rows-of-8 layout a resident model's q4_1 and q8_0 matrices get
+// The rows-of-8 layout a resident model's q8_0, q4_0 and q4_1 matrices get
 // (kernels/rows8.h) changes only the order of float additions against the
 // row-major kernels a mapped file runs: the same model both ways gives the
 // same greedy tokens, and logits that agree to float rounding amplified by
@@ -111,7 +111,7 @@ TEST(KvCacheEquivalence, SyntheticModelsEveryFormat) {
 // embedding / LM head row-major next to re-laid-out layers; 48 re-lays it
 // out too.
 TEST(KvCacheEquivalence, ResidentRowsOf8MatchesMappedRowMajor) {
-  for (auto wt : {tensor::DType::Q8_0, tensor::DType::Q4_1})
+  for (auto wt : {tensor::DType::Q8_0, tensor::DType::Q4_0, tensor::DType::Q4_1})
     for (int vocab : {41, 48}) {
       test::TinySpec s;
       s.wtype = wt;
