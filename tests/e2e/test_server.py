@@ -307,7 +307,7 @@ def keyed_server():
     s.close()
     proc = subprocess.Popen([os.environ.get("KVLAB_BIN", "build/kvlab"), "serve", "-m",
                              os.environ.get("KVLAB_E2E_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-                             "--port", str(port), "--parallel", "1", "--max-queue", "1", "-c", "512",
+                             "--port", str(port), "--parallel", "1", "--max-queue", "1", "-c", "8192",
                              "--api-key", "sekrit"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -342,21 +342,41 @@ def test_api_key(keyed_server):
 
 def test_queue_full_503(keyed_server):
     headers = {"Authorization": "Bearer sekrit"}
-    body = {"prompt": "Count:", "max_tokens": 400, "stream": True, "ignore_eos": True}
-    running = requests.post(keyed_server + "/v1/completions", json=body, headers=headers, stream=True, timeout=60)
-    next(sse_events(running))  # holds the only slot
-    queued = requests.post(keyed_server + "/v1/completions", json=body, headers=headers, stream=True, timeout=60)
+    # Long enough that the slot stays taken until the test hangs up, whatever
+    # the decode speed (400 tokens once took ~2 s and freed the slot too soon),
+    # and read as it streams, so the server never blocks on a full socket.
+    body = {"prompt": "Count:", "max_tokens": 4000, "stream": True, "ignore_eos": True}
+    opened = []
+
+    def stream(first_event):
+        try:
+            r = requests.post(keyed_server + "/v1/completions", json=body, headers=headers, stream=True, timeout=60)
+            opened.append(r)
+            for _ in sse_events(r):
+                first_event.set()
+        except (requests.RequestException, AttributeError, ValueError):
+            pass  # closed by the test
+
+    started = threading.Event()
+    threading.Thread(target=stream, args=(started,), daemon=True).start()
+    assert started.wait(30)  # holds the only slot
+    threading.Thread(target=stream, args=(threading.Event(),), daemon=True).start()
     deadline = time.time() + 10
     while time.time() < deadline:  # wait until the second one is queued
-        m = requests.get(keyed_server + "/metrics").text
-        if "kvlab_requests_waiting 1" in m:
+        if "kvlab_requests_waiting 1" in requests.get(keyed_server + "/metrics").text:
             break
         time.sleep(0.05)
     r = requests.post(keyed_server + "/v1/completions", json={"prompt": "x", "max_tokens": 2}, headers=headers)
     check_error(r, 503, code="server_busy")
     assert r.headers.get("Retry-After") == "1"
-    running.close()
-    queued.close()
+    for resp in opened:
+        resp.close()
+    deadline = time.time() + 10
+    while time.time() < deadline:  # both hung up: slot and queue free again
+        m = requests.get(keyed_server + "/metrics").text
+        if "kvlab_requests_running 0" in m and "kvlab_requests_waiting 0" in m:
+            break
+        time.sleep(0.05)
 
 
 def test_web_routes_and_api_key(keyed_server):
