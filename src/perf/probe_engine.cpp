@@ -106,10 +106,10 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
   std::vector<float> x(kGemmTokens * kGemmDim, 0.5f), y(kGemmTokens * std::max(kGemmDim, kShortRows));
   // `n` matrices of `rows` x `cols` filling the buffer from the start, in the
   // layout the engine loads them in (kernels/rows8.h). Re-filled for every
-  // shape: the rows-of-8 layout depends on it.
+  // shape (the rows-of-8 layout depends on it), only as far as they reach.
   auto matrices = [&](size_t rows, size_t cols, size_t n) {
-    fill_weights(t, buf, buf_bytes);
     const size_t mat = rows * *tensor::row_bytes(t, cols);
+    fill_weights(t, buf, n * mat);
     std::vector<kernels::WeightMatrix> ms;
     for (size_t i = 0; i < n; ++i) {
       ms.push_back({t, buf + i * mat, rows, cols, mat / rows});
