@@ -1,9 +1,16 @@
 // attend (kernels/attention.h): one group of query heads over n_pos cached
 // positions of their KV head, per KV type (f16, f32, q8_0) and ISA, with
 // SmolLM2-135M's geometry (head_dim 64, 3 query heads per KV head, 3 KV
-// heads, so consecutive positions are 3*64 elements apart in the cache).
+// heads), each KV head's rows contiguous as in the cache (kv/cache.h).
 //
 //   attend/<kv type>/pos:<n>/<isa>
+//   attend_step/<kv type>/pos:<n>/layers:<L>   (best ISA)
+//
+// attend_step is one decode step's attention on one thread: all 3 KV heads
+// of L layers, each layer's K and V in its own buffer, head-major as in the
+// KV cache (kv/cache.h: each head's rows contiguous). With L = 30 (the
+// model's depth) the buffers far exceed the last-level cache at pos:2048, so
+// the rows come from DRAM, as in the engine; with L = 1 they stay cached.
 //
 // bytes/s counts the K and V rows read (2 * n_pos * one head's row bytes);
 // at pos:4096 with f16 that is 1 MiB per KV head, more than L2 on most CPUs.
@@ -34,9 +41,9 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
     info.quantize(src.data(), v.data() + size_t(j) * row_stride, kKvHeads * kHeadDim);
   }
   kernels::KvView kv;
-  kv.k = k.data() + head_bytes;  // KV head 1, as a GQA group would see it
-  kv.v = v.data() + head_bytes;
-  kv.row_stride = row_stride;
+  kv.k = k.data() + size_t(n_pos) * head_bytes;  // KV head 1's rows (head-major, as in kv/cache.h)
+  kv.v = v.data() + size_t(n_pos) * head_bytes;
+  kv.row_stride = head_bytes;
   kv.type = kv_type;
   const auto q = random_floats(kGroup * kHeadDim, 5);
   std::vector<float> scratch(kernels::attn_scratch_floats(kGroup, kHeadDim)), out(kGroup * kHeadDim);
@@ -51,7 +58,49 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
   state.counters["pos/s"] = rate(double(n_pos));
 }
 
+void BM_attend_step(benchmark::State& state, DType kv_type, int n_pos, int layers) {
+  use_best_isa();
+  const size_t head_bytes = *tensor::row_bytes(kv_type, kHeadDim);
+  const size_t row_stride = kKvHeads * head_bytes;  // all heads of a position
+  const auto& info = tensor::dtype_info(kv_type);
+  const auto src = random_floats(kKvHeads * kHeadDim, 3);
+  std::vector<uint8_t> row(row_stride);
+  info.quantize(src.data(), row.data(), kKvHeads * kHeadDim);
+  std::vector<std::vector<uint8_t>> k{size_t(layers)}, v{size_t(layers)};
+  for (int l = 0; l < layers; ++l) {
+    k[size_t(l)].resize(size_t(n_pos) * row_stride);
+    v[size_t(l)].resize(size_t(n_pos) * row_stride);
+    for (int j = 0; j < n_pos; ++j) {
+      std::copy(row.begin(), row.end(), k[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
+      std::copy(row.begin(), row.end(), v[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
+    }
+  }
+  const auto q = random_floats(kGroup * kHeadDim, 5);
+  std::vector<float> scratch(kernels::attn_scratch_floats(kGroup, kHeadDim)), out(kGroup * kHeadDim);
+  const float scale = 1.0f / std::sqrt(float(kHeadDim));
+  for (auto _ : state) {
+    for (int l = 0; l < layers; ++l)
+      for (size_t h = 0; h < kKvHeads; ++h) {
+        kernels::KvView kv;
+        kv.k = k[size_t(l)].data() + h * head_bytes * size_t(n_pos);
+        kv.v = v[size_t(l)].data() + h * head_bytes * size_t(n_pos);
+        kv.row_stride = head_bytes;
+        kv.type = kv_type;
+        kernels::attend(q.data(), kGroup, kv, n_pos, kHeadDim, scale, scratch.data(), out.data());
+      }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["bytes/s"] = rate(2.0 * double(layers) * double(n_pos) * double(row_stride));
+  state.counters["pos/s"] = rate(double(layers) * double(kKvHeads) * double(n_pos));
+}
+
 int register_all() {
+  for (DType kv : {DType::F16, DType::Q8_0})
+    for (int layers : {1, 30}) {
+      const std::string name = "attend_step/" + dtype_name(kv) + "/pos:2048/layers:" + std::to_string(layers);
+      benchmark::RegisterBenchmark(name.c_str(), BM_attend_step, kv, 2048, layers);
+    }
   for (DType kv : {DType::F16, DType::F32, DType::Q8_0})
     for (int n : {128, 1024, 4096})
       for (kernels::Isa isa : available_isas()) {

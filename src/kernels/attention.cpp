@@ -33,6 +33,8 @@ void scores_generic(const void* q, size_t q_stride, int group, const uint8_t* k,
   }
 }
 
+float max_generic(const float* x, size_t n) { return *std::max_element(x, x + n); }
+
 float exp_sum_generic(float* x, size_t n, float m) {
   float sum = 0.f;
   for (size_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - m));
@@ -56,12 +58,13 @@ void accumulate_generic(const float* p, size_t ld, int group, const uint8_t* v, 
 
 template <DType T>
 AttnKernel generic_kernel() {
-  return {prepare_q_generic<T>, scores_generic<T>, exp_sum_generic, accumulate_generic<T>};
+  return {prepare_q_generic<T>, scores_generic<T>, max_generic, exp_sum_generic, accumulate_generic<T>};
 }
 
 AttnKernel with_fallbacks(AttnKernel k, const AttnKernel& generic) {
   if (!k.prepare_q) k.prepare_q = generic.prepare_q;
   if (!k.scores) k.scores = generic.scores;
+  if (!k.max) k.max = generic.max;
   if (!k.exp_sum) k.exp_sum = generic.exp_sum;
   if (!k.accumulate) k.accumulate = generic.accumulate;
   return k;
@@ -86,11 +89,20 @@ const uint8_t* row_at(const uint8_t* base, const KvView& kv, int pos) {
 }
 
 // Calls fn(first position, row count, first row) for the runs of rows that
-// lie one after another in memory within [p0, p1).
+// lie one after another in memory within [p0, p1): a block joins the run of
+// the one before it when it is the next physical block (always, for a
+// sequence that owns its blocks in order), so the kernels see long runs
+// rather than 16-row pieces with a partial tile at each end.
 template <class Fn>
 void for_each_run(const uint8_t* base, const KvView& kv, int p0, int p1, Fn&& fn) {
+  const bool contiguous_blocks = kv.block_stride == size_t(kv.block_tokens) * kv.row_stride;
   for (int j = p0; j < p1;) {
-    const int end = kv.blocks ? std::min(p1, (j / kv.block_tokens + 1) * kv.block_tokens) : p1;
+    int end = p1;
+    if (kv.blocks) {
+      int b = j / kv.block_tokens;
+      while ((b + 1) * kv.block_tokens < p1 && contiguous_blocks && kv.blocks[b + 1] == kv.blocks[b] + 1) ++b;
+      end = std::min(p1, (b + 1) * kv.block_tokens);
+    }
     fn(j, end - j, row_at(base, kv, j));
     j = end;
   }
@@ -124,7 +136,7 @@ void attend_chunk(const float* q, int group, const KvView& kv, int n_pos, int ch
   float* l = partial + G;
   float* o = partial + 2 * G;
   for (size_t g = 0; g < G; ++g) {
-    m[g] = *std::max_element(s + g * C, s + g * C + n);
+    m[g] = ak.max(s + g * C, size_t(n));
     l[g] = ak.exp_sum(s + g * C, size_t(n), m[g]);
   }
   std::fill(o, o + G * head_dim, 0.f);
@@ -200,30 +212,17 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   for (size_t i = 0; i < items.size(); ++i) first[i + 1] = first[i] + size_t(attn_chunks(items[i].n_pos));
   if (first.back() * part > scratch.partials.size())
     throw Error("attention over more positions than the scratch was sized for");
-  // A task is one chunk of every item of a run of items of one token (its KV
-  // heads): the rows of a chunk are then read whole, not one head's slice of
-  // each row at a time. A run with too few chunks to occupy the threads
-  // (a short context) goes item by item instead.
-  std::vector<AttnScratch::Run>& runs = scratch.runs;
-  std::vector<size_t>& first_task = scratch.first_task;
-  runs.clear();
-  first_task.assign(1, 0);
-  for (size_t i = 0; i < items.size();) {
-    size_t j = i + 1;
-    const bool whole_rows = attn_chunks(items[i].n_pos) >= 2 * pool.size();
-    while (whole_rows && j < items.size() && items[j].token == items[i].token && items[j].n_pos == items[i].n_pos)
-      ++j;
-    runs.push_back({i, j, attn_chunks(items[i].n_pos)});
-    first_task.push_back(first_task.back() + size_t(runs.back().chunks));
-    i = j;
-  }
-  pool.run(first_task.back(), [&](size_t task, int thread) {
-    const size_t r = size_t(std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin()) - 1;
-    const int chunk = int(task - first_task[r]);
-    for (size_t i = runs[r].begin; i < runs[r].end; ++i) {
+  // Thread t takes the t-th of pool.size() equal, contiguous ranges of the
+  // (item, chunk) list in item order: a long run of one KV head's rows,
+  // which lie one after another in memory (kv/cache.h).
+  const size_t n_chunks = first.back(), T = size_t(pool.size());
+  pool.run(T, [&](size_t task, int thread) {
+    size_t i = 0;
+    for (size_t c = n_chunks * task / T; c < n_chunks * (task + 1) / T; ++c) {
+      while (first[i + 1] <= c) ++i;
       const AttnItem& it = items[i];
-      attend_chunk(it.q, group, it.kv, it.n_pos, chunk, head_dim, scale, thread_scratch(thread),
-                   &scratch.partials[(first[i] + size_t(chunk)) * part]);
+      attend_chunk(it.q, group, it.kv, it.n_pos, int(c - first[i]), head_dim, scale, thread_scratch(thread),
+                   &scratch.partials[c * part]);
     }
   });
   pool.run(items.size(), [&](size_t i, int thread) {

@@ -65,15 +65,12 @@ void attend(const float* q, int group, const KvView& kv, int n_pos, size_t head_
             float* out);
 
 // One query group's attention in a batch: G heads of q, their KV head's
-// rows, the positions they see, and where the G outputs go. Adjacent items
-// with the same `token` (the KV heads of one token, whose rows interleave
-// in memory) are read together when a batch is split into chunks.
+// rows, the positions they see, and where the G outputs go.
 struct AttnItem {
   const float* q;
   KvView kv;
   int n_pos;
   float* out;
-  int token = 0;
 };
 // Per-thread scratch and chunk partials for attend_batch.
 struct AttnScratch {
@@ -83,15 +80,9 @@ struct AttnScratch {
   // Batches with fewer items than this spread each item's chunks over the
   // threads (a decode step of one or two streams), then merge them in order.
   size_t split_below;
-  // attend_batch's bookkeeping for a split batch, kept here so a decode step
-  // allocates nothing: the first partial slot of each item, the runs of
-  // items read together, and the first task of each run.
-  struct Run {
-    size_t begin, end;
-    int chunks;
-  };
-  std::vector<size_t> first_partial, first_task;
-  std::vector<Run> runs;
+  // The first partial slot of each item of a split batch, kept here so a
+  // decode step allocates nothing.
+  std::vector<size_t> first_partial;
 };
 // All items on the pool, with the same arithmetic whether an item's chunks
 // run on one thread or many.
@@ -102,12 +93,14 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
 //  prepare_q: q in the form `scores` reads (f16 K: q rounded to f16, as
 //             the matmuls pair activations with weights), head_dim*4 bytes;
 //  scores:    s[g*ld + j] = scale * q_g·k_j for the n rows from `k`;
+//  max:       the largest of n scores (exact, so any order gives it);
 //  exp_sum:   x_i = e^(x_i - m), returns the sum;
 //  accumulate: o_g += sum_j p[g*ld + j] * v_j.
 struct AttnKernel {
   void (*prepare_q)(const float* q, size_t head_dim, void* out);
   void (*scores)(const void* q, size_t q_stride, int group, const uint8_t* k, size_t row_stride, int n,
                  size_t head_dim, float scale, float* s, size_t ld);
+  float (*max)(const float* x, size_t n);
   float (*exp_sum)(float* x, size_t n, float m);
   void (*accumulate)(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n,
                      size_t head_dim, float* o);

@@ -15,11 +15,13 @@ Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type)
 
 Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks)
     : n_layer_(cfg.n_layer),
+      n_head_kv_(cfg.n_head_kv),
       n_ctx_(n_ctx),
       n_seq_(n_seq),
       n_blocks_(n_blocks),
       blocks_per_seq_(blocks_for(n_ctx)),
       kv_dim_(size_t(cfg.kv_dim())),
+      head_dim_(size_t(cfg.head_dim)),
       type_(type) {
   if (type != tensor::DType::F32 && type != tensor::DType::F16 && type != tensor::DType::Q8_0)
     throw Error("KV cache type must be f32, f16 or q8_0, got " + std::string(tensor::dtype_info(type).name));
@@ -30,11 +32,11 @@ Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type,
                 std::to_string(tensor::dtype_info(type).block_size) + " (this model: " + std::to_string(cfg.head_dim) + ")");
   head_bytes_ = *head;
   row_bytes_ = head_bytes_ * size_t(cfg.n_head_kv);
-  const double total = double(n_layer_) * double(n_blocks) * double(block_bytes()) * 2;
+  const double total = double(n_layer_) * double(n_blocks) * double(kBlockTokens) * double(row_bytes_) * 2;
   if (total > 64.0 * (1ull << 30))
     throw Error("KV cache of " + std::to_string(uint64_t(total / (1 << 20))) + " MiB is too large; lower -c");
-  k_.resize(size_t(n_layer_) * layer_bytes());
-  v_.resize(size_t(n_layer_) * layer_bytes());
+  k_.resize(region(n_layer_, 0));
+  v_.resize(region(n_layer_, 0));
   table_.assign(size_t(n_seq) * size_t(blocks_per_seq_), -1);
   used_.assign(size_t(n_seq), 0);
 }
@@ -45,7 +47,7 @@ void Cache::unmap(int seq) {
 }
 
 void Cache::store(uint8_t* dst, const float* src) const {
-  tensor::dtype_info(type_).quantize(src, dst, kv_dim_);
+  tensor::dtype_info(type_).quantize(src, dst, head_dim_);
 }
 
 }  // namespace kvlab::kv

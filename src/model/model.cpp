@@ -65,8 +65,10 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
     for (int h = 0; h < c.n_head; ++h) kernels::rope(&ws.q[t * qd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
     for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
     const BatchEntry& e = batch[t];
-    cache.store(cache.k(layer, e.seq, e.pos), &ws.k[t * kvd]);
-    cache.store(cache.v(layer, e.seq, e.pos), &ws.v[t * kvd]);
+    for (int h = 0; h < c.n_head_kv; ++h) {
+      cache.store(cache.k(layer, h, e.seq, e.pos), &ws.k[t * kvd + size_t(h) * hd]);
+      cache.store(cache.v(layer, h, e.seq, e.pos), &ws.v[t * kvd + size_t(h) * hd]);
+    }
   });
 
   // Causal attention: token t at position p sees cache positions 0..p of its
@@ -76,20 +78,20 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   const int G = c.gqa_group(), n_kv = c.n_head_kv;
   auto view = [&](const BatchEntry& e, size_t g) {
     kernels::KvView kv;
-    kv.k = cache.k_layer(layer) + cache.head_offset(int(g));
-    kv.v = cache.v_layer(layer) + cache.head_offset(int(g));
-    kv.row_stride = cache.row_bytes();
+    kv.k = cache.k_head(layer, int(g));
+    kv.v = cache.v_head(layer, int(g));
+    kv.row_stride = cache.head_bytes();
     kv.type = cache.type();
     kv.blocks = cache.block_table(e.seq);
     kv.block_tokens = kv::Cache::kBlockTokens;
-    kv.block_stride = cache.block_bytes();
+    kv.block_stride = cache.head_block_bytes();
     return kv;
   };
   ws.attn_items.clear();
   for (size_t t = 0; t < T; ++t)
     for (size_t g = 0; g < size_t(n_kv); ++g) {
       const size_t at = t * qd + g * size_t(G) * hd;
-      ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at], int(t)});
+      ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at]});
     }
   kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
 

@@ -176,9 +176,9 @@ double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens,
   const tensor::DTypeInfo& info = tensor::dtype_info(kv);
   const int n_kv = n_heads / kAttnGroup, bt = kv::Cache::kBlockTokens;
   const size_t head_bytes = *tensor::row_bytes(kv, hd);
-  const size_t row = head_bytes * size_t(n_kv);  // one position: every KV head, as the cache lays it out
   const int n_blocks = (n_pos + bt - 1) / bt;
-  std::vector<uint8_t> k(row * size_t(n_blocks * bt)), v(k.size());
+  const size_t region = head_bytes * size_t(n_blocks * bt);  // one KV head's rows, as the cache lays them out
+  std::vector<uint8_t> k(region * size_t(n_kv)), v(k.size());
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> vals(hd);
@@ -195,9 +195,9 @@ double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens,
   for (int t = 0; t < n_tokens; ++t)
     for (int g = 0; g < n_kv; ++g) {
       const size_t at = (size_t(t) * size_t(n_heads) + size_t(g * kAttnGroup)) * hd;
-      kernels::KvView view{k.data() + size_t(g) * head_bytes, v.data() + size_t(g) * head_bytes, row, kv,
-                           blocks.data(), bt, row * size_t(bt)};
-      items.push_back({&q[at], view, n_pos - n_tokens + 1 + t, &out[at], t});
+      kernels::KvView view{k.data() + size_t(g) * region, v.data() + size_t(g) * region, head_bytes, kv,
+                           blocks.data(), bt, head_bytes * size_t(bt)};
+      items.push_back({&q[at], view, n_pos - n_tokens + 1 + t, &out[at]});
     }
   kernels::AttnScratch scratch(kAttnGroup, hd, pool.size(), n_pos);
   const float scale = 1.0f / std::sqrt(float(hd));

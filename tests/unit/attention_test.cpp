@@ -157,12 +157,12 @@ TEST(Attention, SplitChunksEqualOneThreadBitwise) {
       ASSERT_LT(1u, scratch.split_below);
       attend_batch({&item, 1}, group, hd, 0.125f, pool, scratch);
     }
-    // All KV heads of one token in one batch: split, and at long contexts
-    // each task reads one chunk of every head (whole rows).
+    // All KV heads of one token in one batch: split, each thread taking a
+    // contiguous range of the heads' chunks.
     std::vector<float> together(q.size());
     std::vector<AttnItem> heads;
     for (int g = 0; g < n_kv; ++g)
-      heads.push_back({&q[size_t(g * group) * hd], kv.view(g), n_pos, &together[size_t(g * group) * hd], 0});
+      heads.push_back({&q[size_t(g * group) * hd], kv.view(g), n_pos, &together[size_t(g * group) * hd]});
     ASSERT_LT(heads.size(), scratch.split_below);
     attend_batch(heads, group, hd, 0.125f, pool, scratch);
     EXPECT_EQ(split, together) << "n_pos " << n_pos;

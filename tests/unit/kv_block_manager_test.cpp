@@ -47,9 +47,12 @@ TEST(KvCache, RowsOfAPositionLandInItsMappedBlock) {
   EXPECT_FALSE(c.mapped(0, 0));
   c.map_block(0, 0, 5);
   c.map_block(0, 1, 2);
-  const size_t layer = size_t(8) * c.block_bytes();
-  EXPECT_EQ(c.k(1, 0, 17) - c.k_layer(0), std::ptrdiff_t(layer + 2 * c.block_bytes() + 1 * c.row_bytes()));
-  EXPECT_EQ(c.v(0, 0, 3) - c.v_layer(0), std::ptrdiff_t(5 * c.block_bytes() + 3 * c.row_bytes()));
+  // Head-major: [layer][kv head][block][position in block][head_dim].
+  const size_t head_region = size_t(8) * c.head_block_bytes();
+  const int heads = int(c.row_bytes() / c.head_bytes());
+  EXPECT_EQ(c.k(1, 0, 0, 17) - c.k_head(1, 0), std::ptrdiff_t(2 * c.head_block_bytes() + 1 * c.head_bytes()));
+  EXPECT_EQ(c.k_head(1, 0) - c.k_head(0, 0), std::ptrdiff_t(size_t(heads) * head_region));
+  EXPECT_EQ(c.v(0, 1, 0, 3) - c.v_head(0, 0), std::ptrdiff_t(head_region + 5 * c.head_block_bytes() + 3 * c.head_bytes()));
   c.unmap(0);
   EXPECT_FALSE(c.mapped(0, 17));
 }
