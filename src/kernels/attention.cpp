@@ -24,8 +24,8 @@ void prepare_q_generic(const float* q, size_t head_dim, void* out) {
 }
 
 template <DType T>
-void scores_generic(const void* q, size_t q_stride, int group, const uint8_t* k, size_t row_stride, int n,
-                    size_t head_dim, float scale, float* s, size_t ld) {
+void scores_generic(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*, size_t row_stride,
+                    int n, size_t head_dim, float scale, float* s, size_t ld) {
   const DotKernel& dk = dot_kernel(T);
   for (int g = 0; g < group; ++g) {
     const void* qg = static_cast<const uint8_t*>(q) + size_t(g) * q_stride;
@@ -130,7 +130,8 @@ void attend_chunk(const float* q, int group, const KvView& kv, int n_pos, int ch
   const int p0 = chunk * kAttnChunk, p1 = std::min(n_pos, p0 + kAttnChunk), n = p1 - p0;
   for (size_t g = 0; g < G; ++g) ak.prepare_q(q + g * head_dim, head_dim, q_conv + g * head_dim);
   for_each_run(kv.k, kv, p0, p1, [&](int j, int rows, const uint8_t* k) {
-    ak.scores(q_conv, head_dim * sizeof(float), group, k, kv.row_stride, rows, head_dim, scale, s + (j - p0), C);
+    const uint8_t* v = k + (kv.v - kv.k);  // K and V share one layout
+    ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, scale, s + (j - p0), C);
   });
   float* m = partial;
   float* l = partial + G;

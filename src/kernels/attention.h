@@ -92,14 +92,16 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
 // The per-ISA pieces of a chunk, for one KV type:
 //  prepare_q: q in the form `scores` reads (f16 K: q rounded to f16, as
 //             the matmuls pair activations with weights), head_dim*4 bytes;
-//  scores:    s[g*ld + j] = scale * q_g·k_j for the n rows from `k`;
+//  scores:    s[g*ld + j] = scale * q_g·k_j for the n rows from `k`; `v`
+//             holds the same positions' V rows (same stride), which it may
+//             prefetch as it goes, for accumulate to find them cached;
 //  max:       the largest of n scores (exact, so any order gives it);
 //  exp_sum:   x_i = e^(x_i - m), returns the sum;
 //  accumulate: o_g += sum_j p[g*ld + j] * v_j.
 struct AttnKernel {
   void (*prepare_q)(const float* q, size_t head_dim, void* out);
-  void (*scores)(const void* q, size_t q_stride, int group, const uint8_t* k, size_t row_stride, int n,
-                 size_t head_dim, float scale, float* s, size_t ld);
+  void (*scores)(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t* v, size_t row_stride,
+                 int n, size_t head_dim, float scale, float* s, size_t ld);
   float (*max)(const float* x, size_t n);
   float (*exp_sum)(float* x, size_t n, float m);
   void (*accumulate)(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n,
