@@ -39,12 +39,14 @@ struct DotKernel {
   // four independent accumulation chains, each bit-identical to dot().
   void (*rows4)(const void* w_rows, size_t w_stride, const void* act_row, size_t n, float* out);
   // One group of 8 rows in the rows-of-8 layout (kernels/rows8.h) against
-  // 1..4 activation rows `act_stride` bytes apart; token t's 8 results go to
+  // 1..4 activation rows `act_stride` bytes apart, whose block headers are
+  // also given widened to f32 (rows8_act_scales: 2 per block, the token
+  // rows `scales_stride` floats apart); token t's 8 results go to
   // y + t * y_stride. Every result is bit-identical to the scalar reference
   // dot() on the row-major row, whatever the token count. nullptr: this
   // dtype has no such kernel at this ISA, and its matrices stay row-major.
-  void (*rows8)(const void* group, const void* act, size_t act_stride, size_t n_tokens, size_t n, float* y,
-                size_t y_stride) = nullptr;
+  void (*rows8)(const void* group, const void* act, size_t act_stride, const float* scales, size_t scales_stride,
+                size_t n_tokens, size_t n, float* y, size_t y_stride) = nullptr;
 };
 
 // dot4 / rows4 for kernels without fused ones: four calls of dot.

@@ -214,7 +214,6 @@ inline __m256i broadcast4(const int8_t* p) {
 inline __m256 load_halves8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-inline __m256 broadcast_half(uint16_t h) { return _mm256_set1_ps(h2f(h)); }
 
 // q4_1 x q8_1: float(sumi) * (d_w*d_x) + m_w*s_x per block.
 struct Q4_1Rows8 {
@@ -240,9 +239,10 @@ struct Q4_1Rows8 {
     for (int i = 1; i < 8; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], broadcast4(qx + 4 * i)));
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
   }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const A& x) {
-    const __m256 dd = _mm256_mul_ps(s.d, broadcast_half(x.d));
-    return _mm256_add_ps(acc, _mm256_add_ps(_mm256_mul_ps(sum, dd), _mm256_mul_ps(s.m, broadcast_half(x.s))));
+  // xs: the activation block's d and s as f32 (rows8_act_scales).
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
+    const __m256 dd = _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs));
+    return _mm256_add_ps(acc, _mm256_add_ps(_mm256_mul_ps(sum, dd), _mm256_mul_ps(s.m, _mm256_broadcast_ss(xs + 1))));
   }
 };
 
@@ -268,8 +268,8 @@ struct Q8_0Rows8 {
     }
     return s;
   }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const A& x) {
-    return _mm256_add_ps(acc, _mm256_mul_ps(sum, _mm256_mul_ps(s.d, broadcast_half(x.d))));
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
+    return _mm256_add_ps(acc, _mm256_mul_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs))));
   }
 };
 
@@ -302,15 +302,16 @@ struct Q4_0Rows8 {
       p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_sign_epi8(w[i], w[i]), _mm256_sign_epi8(broadcast4(qx + 4 * i), w[i])));
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
   }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const A& x) {
-    return Q8_0Rows8::accumulate(acc, sum, s, x);
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
+    return Q8_0Rows8::accumulate(acc, sum, s, xs);
   }
 };
 
 // One group against NT tokens: each block's weights are unpacked once and
 // meet all NT activation rows.
 template <class K, int NT>
-void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
+void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, const float* scales, size_t s_stride,
+                  size_t n, float* y, size_t y_stride) {
   using A = typename K::A;
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
@@ -323,21 +324,22 @@ void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, siz
     const typename K::Scales s = K::scales(blk);
     for (int t = 0; t < NT; ++t) {
       const A& x = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b];
-      acc[t] = K::accumulate(acc[t], _mm256_cvtepi32_ps(K::isum(w, x.qs)), s, x);
+      acc[t] = K::accumulate(acc[t], _mm256_cvtepi32_ps(K::isum(w, x.qs)), s, scales + size_t(t) * s_stride + 2 * b);
     }
   }
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
 }
 
 template <class K>
-void rows8(const void* group, const void* act, size_t a_stride, size_t n_tokens, size_t n, float* y, size_t y_stride) {
+void rows8(const void* group, const void* act, size_t a_stride, const float* scales, size_t s_stride, size_t n_tokens,
+           size_t n, float* y, size_t y_stride) {
   auto* g = static_cast<const uint8_t*>(group);
   auto* a = static_cast<const uint8_t*>(act);
   switch (n_tokens) {
-    case 1: return rows8_tokens<K, 1>(g, a, a_stride, n, y, y_stride);
-    case 2: return rows8_tokens<K, 2>(g, a, a_stride, n, y, y_stride);
-    case 3: return rows8_tokens<K, 3>(g, a, a_stride, n, y, y_stride);
-    default: return rows8_tokens<K, 4>(g, a, a_stride, n, y, y_stride);
+    case 1: return rows8_tokens<K, 1>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 2: return rows8_tokens<K, 2>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 3: return rows8_tokens<K, 3>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    default: return rows8_tokens<K, 4>(g, a, a_stride, scales, s_stride, n, y, y_stride);
   }
 }
 

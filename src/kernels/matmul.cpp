@@ -42,17 +42,24 @@ void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, Th
   if (scratch.act.size() < act_bytes * n_tokens) scratch.act.resize(act_bytes * n_tokens);
   uint8_t* act = scratch.act.data();
 
-  pool.run(n_tokens, [&](size_t t, int) { k.quantize_act(x + t * w.cols, act + t * act_bytes, w.cols); });
+  const bool rows8 = w.layout == Layout::Rows8;
+  const size_t sc_floats = rows8 ? rows8_scale_floats(w.cols) : 0;
+  if (scratch.act_scales.size() < sc_floats * n_tokens) scratch.act_scales.resize(sc_floats * n_tokens);
+  float* scales = scratch.act_scales.data();
+  pool.run(n_tokens, [&](size_t t, int) {
+    k.quantize_act(x + t * w.cols, act + t * act_bytes, w.cols);
+    if (rows8) rows8_act_scales(k.act, act + t * act_bytes, w.cols, scales + t * sc_floats);
+  });
 
   const Tiling tl = tiling(w.rows, n_tokens, pool.size());
   pool.run(tl.row_tiles * tl.token_tiles, [&](size_t task, int) {
     const size_t r0 = (task % tl.row_tiles) * tl.row_tile, r1 = std::min(w.rows, r0 + tl.row_tile);
     const size_t t0 = (task / tl.row_tiles) * kTokenTile, t1 = std::min(n_tokens, t0 + kTokenTile);
-    if (w.layout == Layout::Rows8) {  // groups of 8 rows (kernels/rows8.h), up to 4 tokens per pass
+    if (rows8) {  // groups of 8 rows (kernels/rows8.h), up to 4 tokens per pass
       for (size_t r = r0; r < r1; r += kRows8)
         for (size_t t = t0; t < t1; t += 4)
-          k.rows8(w.data + r * w.row_bytes, act + t * act_bytes, act_bytes, std::min<size_t>(4, t1 - t), w.cols,
-                  y + t * w.rows + r, w.rows);
+          k.rows8(w.data + r * w.row_bytes, act + t * act_bytes, act_bytes, scales + t * sc_floats, sc_floats,
+                  std::min<size_t>(4, t1 - t), w.cols, y + t * w.rows + r, w.rows);
       return;
     }
     float out[4];

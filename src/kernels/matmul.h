@@ -33,6 +33,7 @@ struct WeightMatrix {
 // hot loop does not allocate after the first step.
 struct MatmulScratch {
   std::vector<uint8_t> act;
+  std::vector<float> act_scales;  // rows-of-8 matrices: kernels/rows8.h
 };
 
 void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, ThreadPool& pool,

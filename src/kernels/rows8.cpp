@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "kernels/dot.h"
+#include "tensor/blocks.h"
+#include "tensor/half.h"
 
 namespace kvlab::kernels {
 namespace {
@@ -50,6 +52,23 @@ bool relayout_rows8(WeightMatrix& w, uint8_t* data) {
   }
   w.layout = Layout::Rows8;
   return true;
+}
+
+void rows8_act_scales(ActFormat f, const void* act_row, size_t n, float* out) {
+  const size_t nb = n / tensor::kQK;
+  if (f == ActFormat::Q8_1) {
+    const auto* b = static_cast<const tensor::BlockQ8_1*>(act_row);
+    for (size_t i = 0; i < nb; ++i) {
+      out[2 * i] = tensor::f16_to_f32(b[i].d);
+      out[2 * i + 1] = tensor::f16_to_f32(b[i].s);
+    }
+  } else {
+    const auto* b = static_cast<const tensor::BlockQ8_0*>(act_row);
+    for (size_t i = 0; i < nb; ++i) {
+      out[2 * i] = tensor::f16_to_f32(b[i].d);
+      out[2 * i + 1] = 0.f;
+    }
+  }
 }
 
 void dequantize_row(const WeightMatrix& w, size_t r, float* out) {
