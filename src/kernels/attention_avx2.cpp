@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/exp_avx2.h"
 #include "tensor/blocks.h"
 
 namespace kvlab::kernels::avx2 {
@@ -203,27 +204,6 @@ void accumulate(const float* p, size_t ld, int group, const uint8_t* v, size_t r
   }
 }
 
-// e^x for x <= 0 (arguments below -87 give e^-87): x = n·ln2 + r with
-// |r| <= ln2/2 (Cody-Waite: ln2 in a short high part and a correction), e^r
-// by its Taylor series to r^6 (relative error < 2e-7 on that range), times
-// 2^n built in the exponent field.
-__m256 exp_nonpositive(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 e = _mm256_set1_ps(1.0f / 720);
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 120));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 24));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 6));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(0.5f));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
-  const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(e, _mm256_castsi256_ps(pow2n));
-}
-
 float max(const float* x, size_t n) {
   size_t i = 0;
   float best = x[0];
@@ -243,7 +223,7 @@ float exp_sum(float* x, size_t n, float m) {
   __m256 acc = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
     _mm256_storeu_ps(x + i, e);
     acc = _mm256_add_ps(acc, e);
   }
@@ -251,7 +231,7 @@ float exp_sum(float* x, size_t n, float m) {
   if (i < n) {  // the tail through the same formula, padded with m (e^0)
     alignas(32) float tail[8];
     for (size_t t = 0; t < 8; ++t) tail[t] = i + t < n ? x[i + t] : m;
-    _mm256_store_ps(tail, exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), vm)));
+    _mm256_store_ps(tail, exp8(_mm256_sub_ps(_mm256_load_ps(tail), vm)));
     for (size_t t = 0; i + t < n; ++t) sum += (x[i + t] = tail[t]);
   }
   return sum;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu.h"
+
 namespace kvlab::kernels {
 
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out) {
@@ -37,6 +39,7 @@ void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox) {
 }
 
 void silu_mul(float* gate, const float* up, size_t n) {
+  if (active_isa() >= Isa::Avx2) return avx2::silu_mul(gate, up, n);
   for (size_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 

@@ -1,5 +1,7 @@
 // Element-wise and row-wise ops of the transformer layer. Scalar code the
-// compiler vectorises; they are a small share of the time next to matmul.
+// compiler vectorises, except silu_mul, whose e^x it cannot: that one has an
+// AVX2 version (ops_avx2.cpp), used when the CPU has it. They are a small
+// share of the time next to matmul.
 #pragma once
 #include <cstddef>
 
@@ -23,7 +25,12 @@ void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox);
 void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin);
 
 // SwiGLU (Shazeer 2020): gate = silu(gate) * up, silu(x) = x / (1 + e^-x).
+// The AVX2 version's e^x is a polynomial (kernels/exp_avx2.h; the tests hold
+// silu_mul to 1e-6 relative). With std::exp per element silu_mul took ~4% of
+// a decode step (perf); decode_batch, 1 thread, best of 4 alternating: one
+// sequence 6.37 -> 5.97 ms per step, eight 22.8 -> 20.7 ms.
 void silu_mul(float* gate, const float* up, size_t n);
+namespace avx2 { void silu_mul(float* gate, const float* up, size_t n); }
 
 // In-place softmax with the max subtracted first for stability.
 void softmax(float* x, size_t n);

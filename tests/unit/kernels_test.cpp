@@ -259,5 +259,26 @@ TEST(Ops, SoftmaxAndSilu) {
   EXPECT_FLOAT_EQ(g[1], 2 / (1 + std::exp(-2.f)));
 }
 
+// Every ISA's silu_mul against the formula with std::exp in double, over
+// the range activations reach and beyond (the SIMD e^x clamps at ±87/88),
+// on a length with a tail.
+TEST(Ops, SiluMulMatchesFormulaOnEveryIsa) {
+  const size_t n = 1003;
+  std::vector<float> gate(n), up(n);
+  for (size_t i = 0; i < n; ++i) {
+    gate[i] = -120.f + 240.f * float(i) / float(n - 1);
+    up[i] = 0.5f + float(i % 7);
+  }
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    std::vector<float> g = gate;
+    silu_mul(g.data(), up.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double want = double(gate[i]) / (1.0 + std::exp(-double(gate[i]))) * double(up[i]);
+      ASSERT_NEAR(g[i], want, 1e-30 + 1e-6 * std::abs(want)) << isa_name(isa) << " x " << gate[i];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvlab::kernels
