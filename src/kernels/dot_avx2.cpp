@@ -392,7 +392,18 @@ void quantize_q8_1(const float* x, void* out, size_t n) {
 }
 
 const DotKernel kF32{ActFormat::F32, quantize_row_f32, dot_f32, dot4_by_rows<dot_f32>, rows4_by_rows<dot_f32>};
-const DotKernel kF16{ActFormat::F16, quantize_row_f16, dot_f16, dot4_by_rows<dot_f16>, rows4_by_rows<dot_f16>};
+// f32 -> f16 with F16C, rounding to nearest even as f32_to_f16 does, so the
+// bytes are the scalar reference's (this also fills the f16 KV cache).
+void quantize_f16(const float* x, void* out, size_t n) {
+  auto* h = static_cast<uint16_t*>(out);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) h[i] = f32_to_f16(x[i]);
+}
+
+const DotKernel kF16{ActFormat::F16, quantize_f16, dot_f16, dot4_by_rows<dot_f16>, rows4_by_rows<dot_f16>};
 const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>, rows4_by_rows<dot_bf16>};
 const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q8_0Kind>, dot_1x4<Q8_0Kind>, dot_4x1<Q8_0Kind>,
                       rows8<Q8_0Rows8>};

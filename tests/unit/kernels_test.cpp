@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "kernels/rows8.h"
 #include "kernels/thread_pool.h"
 #include "tensor/blocks.h"
+#include "tensor/codecs.h"
 #include "tensor/half.h"
 
 namespace kvlab::kernels {
@@ -257,6 +259,24 @@ TEST(Ops, SoftmaxAndSilu) {
   silu_mul(g, u, 2);
   EXPECT_EQ(g[0], 0);
   EXPECT_FLOAT_EQ(g[1], 2 / (1 + std::exp(-2.f)));
+}
+
+// The f16 activation converter (which also fills the f16 KV cache) gives the
+// scalar codec's bytes on every ISA: normal values, subnormals, halfway
+// cases, overflow to inf, on a length with a tail.
+TEST(Kernels, F16ConversionEqualsScalarCodecOnEveryIsa) {
+  std::vector<float> x = randn(1000, 11, 3.0f);
+  for (float v : {0.f, -0.f, 1e-8f, -3e-6f, 6.1e-5f, 65504.f, 65519.f, 65520.f, 1e6f, -1e6f, 1.00048828125f,
+                  std::numeric_limits<float>::infinity()})
+    x.push_back(v);
+  std::vector<uint16_t> want(x.size());
+  tensor::quantize_row_f16(x.data(), want.data(), x.size());
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    std::vector<uint16_t> got(x.size());
+    dot_kernel(DType::F16).quantize_act(x.data(), got.data(), x.size());
+    EXPECT_EQ(got, want) << isa_name(isa);
+  }
 }
 
 // Every ISA's silu_mul against the formula with std::exp in double, over
