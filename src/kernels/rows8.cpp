@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "kernels/dot.h"
-#include "tensor/blocks.h"
 #include "tensor/half.h"
 
 namespace kvlab::kernels {

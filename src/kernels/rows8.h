@@ -25,6 +25,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
+#include "tensor/blocks.h"
 
 namespace kvlab::kernels {
 
@@ -43,7 +44,7 @@ bool relayout_rows8(WeightMatrix& w, uint8_t* data);
 // meet each activation block once per group of 8 rows; widening its f16
 // headers there every time made the q4_1 GEMM 5-13% slower (microbench,
 // 1 thread, 64 and 512 tokens, best of 3 alternating runs; q8_0 unchanged).
-inline size_t rows8_scale_floats(size_t n) { return 2 * (n / 32); }
+inline size_t rows8_scale_floats(size_t n) { return 2 * (n / tensor::kQK); }
 void rows8_act_scales(ActFormat f, const void* act_row, size_t n, float* out);
 
 // Row `r` of `w`, in either layout, dequantized to n = w.cols floats (the
