@@ -15,9 +15,14 @@ namespace {
 struct ArchSpec {
   std::string_view name;
   RopeOrder rope_order;
+  bool qkv_bias;
 };
+// qwen2 is llama with biases on the Q, K and V projections and RoPE over the
+// two halves of each head (llama.cpp: LLM_ARCH_QWEN2, rope type NEOX; its GGUF
+// converter does not permute Q/K rows as it does for llama).
 constexpr std::array kArchs = {
-    ArchSpec{"llama", RopeOrder::Normal},
+    ArchSpec{"llama", RopeOrder::Normal, false},
+    ArchSpec{"qwen2", RopeOrder::NeoX, true},
 };
 
 const ArchSpec* find_arch(std::string_view name) {
@@ -72,6 +77,7 @@ Config load_config(const gguf::File& f) {
   c.rope_theta = float(f.get_float(p + "rope.freq_base").value_or(10000.0));
   if (!(c.rope_theta > 1.0f)) throw Error(f.path() + ": rope.freq_base must be > 1");
   c.rope_order = spec->rope_order;
+  c.qkv_bias = spec->qkv_bias;
   c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
   if (!(c.rms_eps > 0.f && c.rms_eps < 1.f)) throw Error(f.path() + ": layer_norm_rms_epsilon out of range");
 

@@ -28,6 +28,7 @@ struct Config {
   RopeOrder rope_order = RopeOrder::Normal;
   float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;  // no output.weight: logits use token_embd
+  bool qkv_bias = false;       // blk.N.attn_{q,k,v}.bias are added after the projections (qwen2)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
@@ -41,8 +42,8 @@ namespace kvlab::gguf { class File; }
 namespace kvlab::model {
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama; the table in config.cpp is where qwen2 and
-// gemma3 are added). Throws kvlab::Error naming the file and the key.
+// architectures kvlab runs (llama, qwen2; the table in config.cpp is where
+// further llama-like ones such as gemma3 are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).
 Config read_config(const std::string& path);

@@ -2,6 +2,7 @@
 //   x = embed(token)
 //   for each layer:
 //     x += Wo · attention(rope(Wq·norm(x)), rope(Wk·norm(x)), Wv·norm(x))
+//          (qwen2: + bq, + bk, + bv after each projection, before RoPE)
 //     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))
 //   logits = Wout · norm(x)
 #include "model/model.h"
@@ -58,9 +59,15 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   matmul(l.wk, ws.xn.data(), T, ws.k.data(), pool, ws.mm);
   matmul(l.wv, ws.xn.data(), T, ws.v.data(), pool, ws.mm);
 
-  // RoPE on every query and key head, then append K and V to the cache.
+  // Biases (qwen2), RoPE on every query and key head, then append K and V
+  // to the cache.
   const bool neox = c.rope_order == RopeOrder::NeoX;
   pool.run(T, [&](size_t t, int) {
+    if (c.qkv_bias) {
+      kernels::add(&ws.q[t * qd], l.bq.data(), qd);
+      kernels::add(&ws.k[t * kvd], l.bk.data(), kvd);
+      kernels::add(&ws.v[t * kvd], l.bv.data(), kvd);
+    }
     const float* cs = &ws.rope[t * size_t(c.rope_dim)];
     for (int h = 0; h < c.n_head; ++h) kernels::rope(&ws.q[t * qd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
     for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);

@@ -34,7 +34,7 @@ size_t Weights::matmul_bytes() const {
   size_t b = output.bytes() + output_norm.size() * 4;
   for (const auto& l : layers)
     b += l.wq.bytes() + l.wk.bytes() + l.wv.bytes() + l.wo.bytes() + l.w_gate.bytes() + l.w_up.bytes() +
-         l.w_down.bytes() + (l.attn_norm.size() + l.ffn_norm.size()) * 4;
+         l.w_down.bytes() + (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size()) * 4;
   return b;
 }
 
@@ -50,6 +50,11 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
     l.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.n_embd);
     l.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.n_embd);
     l.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.n_embd);
+    if (c.qkv_bias) {
+      l.bq = vector_f32(f, p + "attn_q.bias", c.q_dim());
+      l.bk = vector_f32(f, p + "attn_k.bias", c.kv_dim());
+      l.bv = vector_f32(f, p + "attn_v.bias", c.kv_dim());
+    }
     l.wo = matrix(f, p + "attn_output.weight", c.n_embd, c.q_dim());
     l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.n_embd);
     l.w_gate = matrix(f, p + "ffn_gate.weight", c.n_ff, c.n_embd);

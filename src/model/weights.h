@@ -18,6 +18,9 @@ struct LayerWeights {
   WeightMatrix wq;               // (q_dim  x n_embd)   blk.N.attn_q
   WeightMatrix wk;               // (kv_dim x n_embd)   blk.N.attn_k
   WeightMatrix wv;               // (kv_dim x n_embd)   blk.N.attn_v
+  // Projection biases, empty unless Config::qkv_bias:
+  std::vector<float> bq;         // (q_dim)             blk.N.attn_q.bias
+  std::vector<float> bk, bv;     // (kv_dim)            blk.N.attn_k.bias, attn_v.bias
   WeightMatrix wo;               // (n_embd x q_dim)    blk.N.attn_output
   std::vector<float> ffn_norm;   // (n_embd)
   WeightMatrix w_gate;           // (n_ff x n_embd)     blk.N.ffn_gate
@@ -32,7 +35,8 @@ struct Weights {
   std::vector<LayerWeights> layers;
 
   // Bytes of matrix data one forward pass reads (embedding rows excluded:
-  // a lookup touches n_tokens rows, not the table). Norm vectors included.
+  // a lookup touches n_tokens rows, not the table). Norm and bias vectors
+  // included.
   size_t matmul_bytes() const;
 };
 

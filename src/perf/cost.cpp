@@ -7,6 +7,7 @@ namespace kvlab::perf {
 namespace {
 
 constexpr double kNormGainBytes = 4.0;  // RMSNorm gains are F32 in GGUF files
+constexpr double kBiasBytes = 4.0;      // so are projection biases
 
 // Softmax per score: scale, running max, subtract max, exp, add to sum,
 // multiply by 1/sum.
@@ -22,6 +23,17 @@ constexpr double kRopeFlopsPerDim = 3.0;
 // A matmul of `rows` activations by a [in x out] weight matrix.
 OpCost matmul(double rows, double in, double out, const Pass& p) {
   return {2.0 * rows * in * out, in * out * p.weight_bytes, 0.0, rows * (in + out) * p.act_bytes};
+}
+
+// The same followed by a bias add (qwen2's Q, K and V): one add per output,
+// and the f32 bias vector read.
+OpCost matmul_bias(double rows, double in, double out, bool bias, const Pass& p) {
+  OpCost m = matmul(rows, in, out, p);
+  if (bias) {
+    m.flops += rows * out;
+    m.weight_bytes += out * kBiasBytes;
+  }
+  return m;
 }
 
 OpCost rmsnorm(double rows, double width, const Pass& p) {
@@ -113,8 +125,8 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
   set(Op::Embedding, {0.0, std::min(rows, double(c.n_vocab)) * d * p.weight_bytes, 0.0, rows * d * a});
 
   set(Op::AttnNorm, times(rmsnorm(rows, d, p), L));
-  set(Op::Q, times(matmul(rows, d, qd, p), L));
-  OpCost k = matmul(rows, d, kvd, p), v = k;
+  set(Op::Q, times(matmul_bias(rows, d, qd, c.qkv_bias, p), L));
+  OpCost k = matmul_bias(rows, d, kvd, c.qkv_bias, p), v = k;
   k.kv_bytes = v.kv_bytes = rows * kvd * p.kv_bytes;  // the new positions written
   set(Op::K, times(k, L));
   set(Op::V, times(v, L));
@@ -147,6 +159,7 @@ ParamCount param_count(const model::Config& c) {
   n.lm_head = c.tied_embeddings ? 0.0 : double(c.n_vocab) * d;
   n.layers = double(c.n_layer) * (d * qd + 2.0 * d * kvd + qd * d + 3.0 * d * ff);
   n.norms = double(c.n_layer) * 2.0 * d + d;
+  n.biases = c.qkv_bias ? double(c.n_layer) * (qd + 2.0 * kvd) : 0.0;
   return n;
 }
 
@@ -159,7 +172,7 @@ double matmul_calls(const model::Config& c) { return 7.0 * double(c.n_layer) + 1
 
 double weight_memory_bytes(const model::Config& c, double weight_bytes) {
   const ParamCount n = param_count(c);
-  return n.matrices() * weight_bytes + n.norms * kNormGainBytes;
+  return n.matrices() * weight_bytes + n.norms * kNormGainBytes + n.biases * kBiasBytes;
 }
 
 double kv_bytes_per_token(const model::Config& c, double kv_bytes) {

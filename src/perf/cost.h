@@ -94,7 +94,8 @@ struct ParamCount {
   double layers = 0;     // attention + MLP matrices of all layers
   double lm_head = 0;    // output.weight; 0 when tied to token_embd
   double norms = 0;      // RMSNorm gains (stored f32 in GGUF)
-  double total() const { return embedding + layers + lm_head + norms; }
+  double biases = 0;     // Q/K/V projection biases (qwen2; f32 in GGUF)
+  double total() const { return embedding + layers + lm_head + norms + biases; }
   double matrices() const { return embedding + layers + lm_head; }
 };
 ParamCount param_count(const model::Config& c);

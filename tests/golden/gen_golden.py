@@ -10,7 +10,14 @@ For each model it writes, next to this script:
   <model-stem>.generate.json   greedy (pure argmax) continuations, 64 tokens per
                                prompt, never stopping at EOS, with the top-5
                                logits of the first 3 steps;
-  <model-stem>.tokenize.json   llama.cpp tokenizer output for a battery of texts.
+  <model-stem>.tokenize.json   llama.cpp tokenizer output for a battery of texts
+                               (not with --generate-only).
+
+The qwen2 fixture runs on a graft of stories260K (tests/common/qwen2_graft.h),
+which the test build makes; its tokenizer is stories260K's:
+
+    build/tests/kvlab_qwen2_graft ../shared/models/stories260K.gguf /tmp/stories260K-qwen2.gguf
+    ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py --generate-only /tmp/stories260K-qwen2.gguf
 
 Only the low-level llama.cpp C API (via llama_cpp's ctypes bindings) is used:
 no sampler chain, no repetition penalty, no top-k/top-p; 1 thread, n_ctx 512,
@@ -442,6 +449,8 @@ def main() -> int:
     ap.add_argument("models", nargs="*", type=Path,
                     help="GGUF files (default: the kvlab default model and shared stories260K)")
     ap.add_argument("--out-dir", type=Path, default=HERE)
+    ap.add_argument("--generate-only", action="store_true",
+                    help="write only the .generate.json fixtures (a graft shares its source's tokenizer)")
     args = ap.parse_args()
     argv = sys.argv[1:]
 
@@ -458,7 +467,8 @@ def main() -> int:
         try:
             stem = path.name[: -len(".gguf")] if path.name.endswith(".gguf") else path.stem
             gdoc = gen_generate(m, sha, argv, args.out_dir / f"{stem}.generate.json")
-            gen_tokenize(m, sha, argv, args.out_dir / f"{stem}.tokenize.json")
+            if not args.generate_only:
+                gen_tokenize(m, sha, argv, args.out_dir / f"{stem}.tokenize.json")
             if path.name == "stories260K.gguf":
                 sanity_check_stories(gdoc)
         finally:

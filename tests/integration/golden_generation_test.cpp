@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "common/models.h"
+#include "common/qwen2_graft.h"
+#include "common/scratch_dir.h"
 #include "engine/session.h"
 #include "sample/sampler.h"
 
@@ -85,6 +87,39 @@ TEST(GoldenGeneration, DefaultModelMatchesLlamaCpp) {
 TEST(GoldenGeneration, StoriesModelMatchesLlamaCppExactly) {
   const auto st = check_fixture("stories260K.generate.json", test::kStories, 0.0, 2e-2);
   EXPECT_EQ(st.free_running, st.cases);
+}
+
+// qwen2: Q/K/V biases and NeoX RoPE, on the graft of stories260K that
+// llama.cpp ran for the fixture (tests/common/qwen2_graft.h).
+TEST(GoldenGeneration, Qwen2GraftMatchesLlamaCppExactly) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("stories260K-qwen2.gguf");
+  test::qwen2_graft(gguf::File::open(test::kStories), test::kQwen2GraftBias).write(path);
+  const auto st = check_fixture("stories260K-qwen2.generate.json", path, 0.0, 2e-2);
+  EXPECT_EQ(st.free_running, st.cases);
+}
+
+// With zero biases the graft is the same network as stories260K under qwen2's
+// RoPE order: the logits agree up to summation order (the dimensions of a
+// head are visited in another order in q·k).
+TEST(GoldenGeneration, Qwen2GraftWithoutBiasesIsTheLlamaModel) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("stories260K-qwen2-nobias.gguf");
+  test::qwen2_graft(gguf::File::open(test::kStories), 0.0f).write(path);
+  const auto qwen2 = model::Model::load(path);
+  const auto& llama = test::load_model(test::kStories);
+  ASSERT_EQ(qwen2->config().rope_order, model::RopeOrder::NeoX);
+  engine::SessionOptions o;
+  o.n_ctx = 128;
+  engine::Session a(*llama.model, o), b(*qwen2, o);
+  std::span<const float> la = a.prefill(llama.tok->encode("Lily and Ben went to the park. They", true, true));
+  std::span<const float> lb = b.prefill(llama.tok->encode("Lily and Ben went to the park. They", true, true));
+  for (int step = 0; step < 48; ++step) {
+    for (size_t i = 0; i < la.size(); ++i) ASSERT_NEAR(la[i], lb[i], 1e-3) << "step " << step << " logit " << i;
+    const int32_t next = sample::argmax(la);
+    la = a.decode(next);
+    lb = b.decode(next);
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "common/models.h"
+#include "common/qwen2_graft.h"
 #include "common/scratch_dir.h"
 #include "common/tiny_model.h"
 #include "engine/session.h"
@@ -76,6 +77,17 @@ TEST(KvCacheEquivalence, StoriesModel128Tokens) {
     // stories260K's heads are 8 wide: q8_0 (32-blocks) cannot store them.
     EXPECT_THROW(lockstep(*lm.model, ids, 4, tensor::DType::Q8_0, 2), Error);
   }
+}
+
+// qwen2: biases and NeoX RoPE (tests/common/qwen2_graft.h).
+TEST(KvCacheEquivalence, Qwen2Graft64Tokens) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("stories260K-qwen2.gguf");
+  test::qwen2_graft(gguf::File::open(test::kStories), test::kQwen2GraftBias).write(path);
+  const auto m = model::Model::load(path);
+  const auto& stories = test::load_model(test::kStories);
+  const auto ids = stories.tok->encode("Once upon a time", true, true);
+  for (int threads : {1, 2}) EXPECT_EQ(lockstep(*m, ids, 64, tensor::DType::F16, threads).tokens.size(), 64u);
 }
 
 // Synthetic models cover shapes the real ones do not: tied embeddings,

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/scratch_dir.h"
+#include "common/qwen2_graft.h"
 #include "common/tiny_model.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
@@ -307,7 +308,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2)");
 }
 
 TEST(GgufModel, MissingTensor) {
@@ -315,6 +316,14 @@ TEST(GgufModel, MissingTensor) {
   s.claimed_layers = 3;  // metadata says 3 layers, tensors exist for 2
   auto w = test::tiny_llama(s);
   EXPECT_EQ(model_error(w), "m.gguf: missing required tensor 'blk.2.attn_norm.weight'");
+}
+
+TEST(GgufModel, Qwen2NeedsItsProjectionBiases) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const File f = File::parse(llama, "tiny.gguf");
+  auto with = test::qwen2_graft(f, 0.1f), without = test::qwen2_graft(f, 0.1f, false);
+  EXPECT_EQ(model_error(with), "");
+  EXPECT_EQ(model_error(without), "m.gguf: missing required tensor 'blk.0.attn_q.bias'");
 }
 
 TEST(GgufModel, WrongTensorShape) {

@@ -87,6 +87,20 @@ TEST(PerfCost, EveryOpOfATinyPassByHand) {
   EXPECT_GT(c.total().act_bytes, 0.0);
 }
 
+TEST(PerfCost, Qwen2BiasesByHand) {
+  model::Config q = tiny();
+  q.arch = "qwen2";
+  q.qkv_bias = true;
+  const Cost a = forward_cost(tiny(), pass(3, 2)), b = forward_cost(q, pass(3, 2));
+  // One add per output of q (8) and k, v (4 each), per token and layer; the
+  // f32 bias vectors read once per layer.
+  EXPECT_DOUBLE_EQ(b[Op::Q].flops - a[Op::Q].flops, 2 * (3.0 * 8));
+  EXPECT_DOUBLE_EQ(b[Op::K].flops - a[Op::K].flops, 2 * (3.0 * 4));
+  EXPECT_DOUBLE_EQ(b.total().weight_bytes - a.total().weight_bytes, 2 * (8 + 4 + 4) * 4.0);
+  EXPECT_DOUBLE_EQ(param_count(q).total() - param_count(tiny()).total(), 2 * 16.0);
+  EXPECT_DOUBLE_EQ(weight_memory_bytes(q, 1.0) - weight_memory_bytes(tiny(), 1.0), 2 * 16 * 4.0);
+}
+
 TEST(PerfCost, CausalTriangleIsCountedExactly) {
   // Prefill of T tokens: T(T+1)/2 query-key pairs, not T².
   for (int64_t t : {1, 2, 7, 64}) {
