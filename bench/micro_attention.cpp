@@ -49,7 +49,7 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
   std::vector<float> scratch(kernels::attn_scratch_floats(kGroup, kHeadDim)), out(kGroup * kHeadDim);
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    kernels::attend(q.data(), kGroup, kv, n_pos, kHeadDim, scale, scratch.data(), out.data());
+    kernels::attend(q.data(), kGroup, kv, 0, n_pos, kHeadDim, scale, scratch.data(), out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -86,7 +86,7 @@ void BM_attend_step(benchmark::State& state, DType kv_type, int n_pos, int layer
         kv.v = v[size_t(l)].data() + h * head_bytes * size_t(n_pos);
         kv.row_stride = head_bytes;
         kv.type = kv_type;
-        kernels::attend(q.data(), kGroup, kv, n_pos, kHeadDim, scale, scratch.data(), out.data());
+        kernels::attend(q.data(), kGroup, kv, 0, n_pos, kHeadDim, scale, scratch.data(), out.data());
       }
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();

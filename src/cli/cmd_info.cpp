@@ -34,11 +34,17 @@ void info(const InfoOptions& o) {
   std::printf("parameters      %.1f M (%llu)\n", double(m->n_params()) / 1e6, (unsigned long long)m->n_params());
   std::printf("layers          %d\n", c.n_layer);
   std::printf("embedding       %d\n", c.n_embd);
-  std::printf("feed-forward    %d (SwiGLU)\n", c.n_ff);
+  std::printf("feed-forward    %d (%s)\n", c.n_ff, c.ffn_act == model::FfnAct::GeluTanh ? "GeGLU" : "SwiGLU");
   std::printf("heads           %d query, %d KV (group %d), head dim %d\n", c.n_head, c.n_head_kv, c.gqa_group(),
               c.head_dim);
   std::printf("rope            %d dims, theta %g, %s order\n", c.rope_dim, double(c.rope_theta),
               c.rope_order == model::RopeOrder::NeoX ? "neox" : "normal");
+  if (c.swa_window > 0)
+    std::printf("attention       sliding window of %d in %d of every %d layers (rope theta %g there)\n", c.swa_window,
+                c.swa_pattern - 1, c.swa_pattern, double(c.rope_theta_swa));
+  if (c.qkv_bias || c.qk_norm || c.post_norms)
+    std::printf("extras         %s%s%s\n", c.qkv_bias ? " q/k/v biases" : "", c.qk_norm ? " q/k norms" : "",
+                c.post_norms ? " post-norms" : "");
   std::printf("rms eps         %g\n", double(c.rms_eps));
   std::printf("vocab           %d, %s output embedding\n", c.n_vocab, c.tied_embeddings ? "tied" : "separate");
   std::printf("context         %d (training)\n", c.n_ctx_train);

@@ -120,14 +120,14 @@ const AttnKernel& attn_kernel(DType kv_type, size_t head_dim) {
   throw Error("no attention kernel for KV type " + std::string(tensor::dtype_info(kv_type).name));
 }
 
-void attend_chunk(const float* q, int group, const KvView& kv, int n_pos, int chunk, size_t head_dim, float scale,
-                  float* scratch, float* partial) {
+void attend_chunk(const float* q, int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim,
+                  float scale, float* scratch, float* partial) {
   if (head_dim > kMaxHeadDim) throw Error("attention: head_dim " + std::to_string(head_dim) + " is over the limit");
   const AttnKernel& ak = attn_kernel(kv.type, head_dim);
   const size_t G = size_t(group), C = size_t(kAttnChunk);
   float* q_conv = scratch;            // G x head_dim*4 bytes
   float* s = scratch + G * head_dim;  // G x kAttnChunk scores, then probabilities
-  const int p0 = chunk * kAttnChunk, p1 = std::min(n_pos, p0 + kAttnChunk), n = p1 - p0;
+  const int p0 = std::max(first, chunk * kAttnChunk), p1 = std::min(n_pos, (chunk + 1) * kAttnChunk), n = p1 - p0;
   for (size_t g = 0; g < G; ++g) ak.prepare_q(q + g * head_dim, head_dim, q_conv + g * head_dim);
   for_each_run(kv.k, kv, p0, p1, [&](int j, int rows, const uint8_t* k) {
     const uint8_t* v = k + (kv.v - kv.k);  // K and V share one layout
@@ -174,14 +174,14 @@ void attn_partial_finish(const float* acc, int group, size_t head_dim, float* ou
   }
 }
 
-void attend(const float* q, int group, const KvView& kv, int n_pos, size_t head_dim, float scale, float* scratch,
-            float* out) {
+void attend(const float* q, int group, const KvView& kv, int first, int n_pos, size_t head_dim, float scale,
+            float* scratch, float* out) {
   const size_t part = attn_partial_floats(group, head_dim);
   float* partial = scratch + size_t(group) * (head_dim + size_t(kAttnChunk));
   float* acc = partial + part;
   attn_partial_reset(acc, group, head_dim);
-  for (int c = 0; c < attn_chunks(n_pos); ++c) {
-    attend_chunk(q, group, kv, n_pos, c, head_dim, scale, scratch, partial);
+  for (int c = attn_first_chunk(first); c < attn_chunks(n_pos); ++c) {
+    attend_chunk(q, group, kv, first, n_pos, c, head_dim, scale, scratch, partial);
     attn_partial_merge(acc, partial, group, head_dim);
   }
   attn_partial_finish(acc, group, head_dim, out);
@@ -203,14 +203,15 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   if (items.size() >= scratch.split_below) {
     pool.run(items.size(), [&](size_t i, int thread) {
       const AttnItem& it = items[i];
-      attend(it.q, group, it.kv, it.n_pos, head_dim, scale, thread_scratch(thread), it.out);
+      attend(it.q, group, it.kv, it.first, it.n_pos, head_dim, scale, thread_scratch(thread), it.out);
     });
     return;
   }
   // Partials: item i's chunk c goes to slot first[i] + c.
   std::vector<size_t>& first = scratch.first_partial;
   first.assign(items.size() + 1, 0);
-  for (size_t i = 0; i < items.size(); ++i) first[i + 1] = first[i] + size_t(attn_chunks(items[i].n_pos));
+  for (size_t i = 0; i < items.size(); ++i)
+    first[i + 1] = first[i] + size_t(attn_chunks(items[i].first, items[i].n_pos));
   if (first.back() * part > scratch.partials.size())
     throw Error("attention over more positions than the scratch was sized for");
   // Thread t takes the t-th of pool.size() equal, contiguous ranges of the
@@ -222,8 +223,8 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
     for (size_t c = n_chunks * task / T; c < n_chunks * (task + 1) / T; ++c) {
       while (first[i + 1] <= c) ++i;
       const AttnItem& it = items[i];
-      attend_chunk(it.q, group, it.kv, it.n_pos, int(c - first[i]), head_dim, scale, thread_scratch(thread),
-                   &scratch.partials[c * part]);
+      attend_chunk(it.q, group, it.kv, it.first, it.n_pos, attn_first_chunk(it.first) + int(c - first[i]), head_dim,
+                   scale, thread_scratch(thread), &scratch.partials[c * part]);
     }
   });
   pool.run(items.size(), [&](size_t i, int thread) {

@@ -1,7 +1,9 @@
 // Causal scaled dot-product attention (Vaswani et al. 2017) of the G query
 // heads that share one KV head (grouped-query attention), over the cached
 // positions of their sequence:
-//   out_g = sum_j softmax_j(q_g·k_j * scale) v_j,   j = 0 .. n_pos-1
+//   out_g = sum_j softmax_j(q_g·k_j * scale) v_j,   j = first .. n_pos-1
+// (first = 0 for full causal attention; a sliding window of w positions,
+// as in gemma3's local layers, starts at first = max(0, n_pos - w)).
 //
 // It streams over the KV rows and never forms an n×n matrix. Each K and V row
 // is read once for the whole group, not once per query head. The positions
@@ -50,27 +52,34 @@ inline size_t attn_scratch_floats(int group, size_t head_dim) {
 }
 inline int attn_chunks(int n_pos) { return (n_pos + kAttnChunk - 1) / kAttnChunk; }
 
-// The partial of chunk `chunk` (positions chunk*kAttnChunk .. up to n_pos).
+// The chunks that hold positions first .. n_pos-1, and the first of them.
+inline int attn_first_chunk(int first) { return first / kAttnChunk; }
+inline int attn_chunks(int first, int n_pos) { return attn_chunks(n_pos) - attn_first_chunk(first); }
+
+// The partial of chunk `chunk` (positions chunk*kAttnChunk .. up to n_pos,
+// none before `first`; the chunk must hold at least one of them).
 // q: G heads of head_dim floats, one after another.
-void attend_chunk(const float* q, int group, const KvView& kv, int n_pos, int chunk, size_t head_dim, float scale,
-                  float* scratch, float* partial);
+void attend_chunk(const float* q, int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim,
+                  float scale, float* scratch, float* partial);
 // Folds `partial` into the running `acc` (both laid out as above); an empty
 // acc is made by attn_partial_reset.
 void attn_partial_reset(float* acc, int group, size_t head_dim);
 void attn_partial_merge(float* acc, const float* partial, int group, size_t head_dim);
 // out_g = o_g / l_g.
 void attn_partial_finish(const float* acc, int group, size_t head_dim, float* out);
-// All chunks of n_pos in order, merged: out is G heads of head_dim floats.
-void attend(const float* q, int group, const KvView& kv, int n_pos, size_t head_dim, float scale, float* scratch,
-            float* out);
+// All chunks of positions first .. n_pos-1 in order, merged: out is G heads
+// of head_dim floats.
+void attend(const float* q, int group, const KvView& kv, int first, int n_pos, size_t head_dim, float scale,
+            float* scratch, float* out);
 
 // One query group's attention in a batch: G heads of q, their KV head's
-// rows, the positions they see, and where the G outputs go.
+// rows, the positions they see (first .. n_pos-1), and where the G outputs go.
 struct AttnItem {
   const float* q;
   KvView kv;
   int n_pos;
   float* out;
+  int first = 0;
 };
 // Per-thread scratch and chunk partials for attend_batch.
 struct AttnScratch {

@@ -16,13 +16,21 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin) {
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale) {
   const float step = std::pow(theta, -2.0f / float(rope_dim));
   float angle = float(pos);
   for (size_t i = 0; i < rope_dim / 2; ++i) {
-    cos_sin[2 * i] = std::cos(angle);
-    cos_sin[2 * i + 1] = std::sin(angle);
+    cos_sin[2 * i] = std::cos(freq_scale * angle);
+    cos_sin[2 * i + 1] = std::sin(freq_scale * angle);
     angle *= step;
+  }
+}
+
+void gelu_mul(float* gate, const float* up, size_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608f, kCubic = 0.044715f;
+  for (size_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubic * x * x))) * up[i];
   }
 }
 

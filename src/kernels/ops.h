@@ -22,7 +22,8 @@ void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox);
 // Fills rope_dim/2 (cos, sin) pairs for `pos`. The angle is built by repeated
 // multiplication by theta^(-2/rope_dim) in float, as llama.cpp does, so the
 // rotations match the reference implementation bit for bit in the angle.
-void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin);
+// `freq_scale` < 1 is linear position interpolation: every angle times it.
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale = 1.0f);
 
 // SwiGLU (Shazeer 2020): gate = silu(gate) * up, silu(x) = x / (1 + e^-x).
 // The AVX2 version's e^x is a polynomial (kernels/exp_avx2.h; the tests hold
@@ -31,6 +32,10 @@ void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin);
 // sequence 6.37 -> 5.97 ms per step, eight 22.8 -> 20.7 ms.
 void silu_mul(float* gate, const float* up, size_t n);
 namespace avx2 { void silu_mul(float* gate, const float* up, size_t n); }
+
+// GeGLU (Shazeer 2020): gate = gelu(gate) * up, with GELU's tanh form
+// (Hendrycks & Gimpel 2016): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+void gelu_mul(float* gate, const float* up, size_t n);
 
 // In-place softmax with the max subtracted first for stability.
 void softmax(float* x, size_t n);

@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -14,15 +15,30 @@ namespace {
 // tensors it adds (biases, extra norms) in weights.cpp.
 struct ArchSpec {
   std::string_view name;
-  RopeOrder rope_order;
-  bool qkv_bias;
+  RopeOrder rope_order = RopeOrder::Normal;
+  bool qkv_bias = false;
+  bool qk_norm = false, post_norms = false, scale_embeddings = false;
+  FfnAct ffn_act = FfnAct::SiLU;
+  int swa_pattern = 0;
 };
 // qwen2 is llama with biases on the Q, K and V projections and RoPE over the
 // two halves of each head (llama.cpp: LLM_ARCH_QWEN2, rope type NEOX; its GGUF
 // converter does not permute Q/K rows as it does for llama).
+// gemma3 adds QK-norm, post-attention and post-FFN norms, embeddings scaled by
+// sqrt(n_embd), GeGLU, and five local (sliding-window, RoPE base 10000)
+// layers for each global one (llama.cpp: LLM_ARCH_GEMMA3, swa pattern 6).
+// Its GGUF norm weights already hold the 1 + w of the trained model (the
+// converter adds the 1), so every RMSNorm here multiplies by the weight.
 constexpr std::array kArchs = {
-    ArchSpec{"llama", RopeOrder::Normal, false},
-    ArchSpec{"qwen2", RopeOrder::NeoX, true},
+    ArchSpec{.name = "llama"},
+    ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
+    ArchSpec{.name = "gemma3",
+             .rope_order = RopeOrder::NeoX,
+             .qk_norm = true,
+             .post_norms = true,
+             .scale_embeddings = true,
+             .ffn_act = FfnAct::GeluTanh,
+             .swa_pattern = 6},
 };
 
 const ArchSpec* find_arch(std::string_view name) {
@@ -78,6 +94,29 @@ Config load_config(const gguf::File& f) {
   if (!(c.rope_theta > 1.0f)) throw Error(f.path() + ": rope.freq_base must be > 1");
   c.rope_order = spec->rope_order;
   c.qkv_bias = spec->qkv_bias;
+  c.qk_norm = spec->qk_norm;
+  c.post_norms = spec->post_norms;
+  c.scale_embeddings = spec->scale_embeddings;
+  c.ffn_act = spec->ffn_act;
+  if (spec->swa_pattern > 0) {
+    if (auto w = f.get_int(p + "attention.sliding_window"); w && *w > 0) {
+      c.swa_window = positive(f, p + "attention.sliding_window", *w, 1 << 24);
+      c.swa_pattern = spec->swa_pattern;
+    }
+  }
+  if (auto type = f.get_string(p + "rope.scaling.type"); type && *type != "none") {
+    if (*type != "linear") throw Error(f.path() + ": rope scaling '" + *type + "' is not supported (linear is)");
+    const double factor = f.get_float(p + "rope.scaling.factor").value_or(1.0);
+    if (!(factor >= 1.0 && factor <= 1024.0)) throw Error(f.path() + ": rope.scaling.factor out of range");
+    c.rope_freq_scale = float(1.0 / factor);
+  }
+  c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(0.0));
+  if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
+  // The query scale is 1/sqrt(head_dim), except for Gemma 3 27B (62 layers),
+  // which was trained with 1/sqrt(n_embd / n_head) (gemma_pytorch's
+  // query_pre_attn_scalar, as llama.cpp applies it).
+  c.attn_scale = c.arch == "gemma3" && c.n_layer == 62 ? 1.0f / std::sqrt(float(c.n_embd / c.n_head))
+                                                       : 1.0f / std::sqrt(float(c.head_dim));
   c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
   if (!(c.rms_eps > 0.f && c.rms_eps < 1.f)) throw Error(f.path() + ": layer_norm_rms_epsilon out of range");
 

@@ -12,6 +12,11 @@ namespace kvlab::model {
 //  NeoX:   (x[i], x[i + d/2]) rotate together (qwen2, gemma, gpt-neox).
 enum class RopeOrder { Normal, NeoX };
 
+// The gated FFN's activation: down · (act(gate · x) * (up · x)).
+//  SiLU:     x·σ(x)                                    (SwiGLU; llama, qwen2)
+//  GeluTanh: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (GeGLU; gemma)
+enum class FfnAct { SiLU, GeluTanh };
+
 struct Config {
   std::string arch;            // general.architecture, e.g. "llama"
   std::string name;            // general.name (informational)
@@ -29,10 +34,31 @@ struct Config {
   float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;  // no output.weight: logits use token_embd
   bool qkv_bias = false;       // blk.N.attn_{q,k,v}.bias are added after the projections (qwen2)
+  float attn_scale = 0.f;      // q·k is multiplied by this: 1/sqrt(head_dim), see load_config
+
+  // gemma3 (Gemma Team 2025); all off for llama and qwen2.
+  bool qk_norm = false;           // RMSNorm of each Q and K head before RoPE (blk.N.attn_{q,k}_norm)
+  bool post_norms = false;        // RMSNorm of the attention and FFN outputs before each residual
+                                  // add (blk.N.post_attention_norm, blk.N.post_ffw_norm)
+  bool scale_embeddings = false;  // token embeddings times sqrt(n_embd)
+  FfnAct ffn_act = FfnAct::SiLU;
+  int swa_window = 0;             // {arch}.attention.sliding_window: a local layer's query at
+                                  // position p sees p-swa_window+1 .. p; 0: no local layers
+  int swa_pattern = 0;            // every swa_pattern-th layer is global, the others local
+  float rope_theta_swa = 10000.f;  // local layers' RoPE base
+  float rope_freq_scale = 1.f;     // global layers' positions are multiplied by this
+                                   // (1 / {arch}.rope.scaling.factor, linear scaling)
+  float final_logit_softcap = 0.f;  // {arch}.final_logit_softcapping: logits = c·tanh(logits/c)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
   int gqa_group() const { return n_head / n_head_kv; }
+  // A local (sliding-window) layer: all but every swa_pattern-th one.
+  bool is_swa(int layer) const {
+    return swa_window > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;
+  }
+  // The first position a query at `pos` attends to in `layer`.
+  int first_visible(int layer, int pos) const { return is_swa(layer) && pos >= swa_window ? pos - swa_window + 1 : 0; }
 };
 
 }  // namespace kvlab::model
@@ -42,8 +68,8 @@ namespace kvlab::gguf { class File; }
 namespace kvlab::model {
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, qwen2; the table in config.cpp is where
-// further llama-like ones such as gemma3 are added). Throws kvlab::Error naming the file and the key.
+// architectures kvlab runs (llama, qwen2, gemma3; the table in config.cpp is
+// where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).
 Config read_config(const std::string& path);

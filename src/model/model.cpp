@@ -2,9 +2,12 @@
 //   x = embed(token)
 //   for each layer:
 //     x += Wo · attention(rope(Wq·norm(x)), rope(Wk·norm(x)), Wv·norm(x))
-//          (qwen2: + bq, + bk, + bv after each projection, before RoPE)
-//     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))
-//   logits = Wout · norm(x)
+//          (qwen2: + bq, + bk, + bv after each projection, before RoPE;
+//           gemma3: RMSNorm of each Q and K head before RoPE, a sliding window
+//           in local layers, and RMSNorm of the sub-layer output before the add)
+//     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))   (gemma3: gelu, post-norm)
+//   logits = Wout · norm(x)                                (gemma3: x starts as embed·sqrt(n_embd);
+//                                                           optional tanh soft-cap)
 #include "model/model.h"
 
 #include <algorithm>
@@ -46,6 +49,7 @@ Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads)
   gate.resize(T * size_t(c.n_ff));
   up.resize(T * size_t(c.n_ff));
   rope.resize(T * size_t(c.rope_dim));
+  if (c.swa_window > 0) rope_swa.resize(T * size_t(c.rope_dim));
   attn_items.reserve(T * size_t(c.n_head_kv));
 }
 
@@ -68,7 +72,17 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
       kernels::add(&ws.k[t * kvd], l.bk.data(), kvd);
       kernels::add(&ws.v[t * kvd], l.bv.data(), kvd);
     }
-    const float* cs = &ws.rope[t * size_t(c.rope_dim)];
+    if (c.qk_norm) {
+      for (int h = 0; h < c.n_head; ++h) {
+        float* qh = &ws.q[t * qd + size_t(h) * hd];
+        kernels::rmsnorm(qh, l.q_norm.data(), hd, c.rms_eps, qh);
+      }
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        float* kh = &ws.k[t * kvd + size_t(h) * hd];
+        kernels::rmsnorm(kh, l.k_norm.data(), hd, c.rms_eps, kh);
+      }
+    }
+    const float* cs = &(c.is_swa(layer) ? ws.rope_swa : ws.rope)[t * size_t(c.rope_dim)];
     for (int h = 0; h < c.n_head; ++h) kernels::rope(&ws.q[t * qd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
     for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
     const BatchEntry& e = batch[t];
@@ -81,7 +95,7 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   // Causal attention: token t at position p sees cache positions 0..p of its
   // sequence. The G = n_head / n_head_kv query heads of KV head g are
   // g*G .. g*G+G-1 (grouped-query attention) and go together.
-  const float scale = 1.0f / std::sqrt(float(hd));
+  const float scale = c.attn_scale;
   const int G = c.gqa_group(), n_kv = c.n_head_kv;
   auto view = [&](const BatchEntry& e, size_t g) {
     kernels::KvView kv;
@@ -98,12 +112,23 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   for (size_t t = 0; t < T; ++t)
     for (size_t g = 0; g < size_t(n_kv); ++g) {
       const size_t at = t * qd + g * size_t(G) * hd;
-      ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at]});
+      ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at],
+                               c.first_visible(layer, batch[t].pos)});
     }
   kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
 
   matmul(l.wo, ws.att.data(), T, ws.xn.data(), pool, ws.mm);
-  pool.run(T, [&](size_t t, int) { kernels::add(&ws.x[t * E], &ws.xn[t * E], E); });
+  add_residual(l.attn_post_norm, T, ws, pool);
+}
+
+// x += out, or x += norm(out) when the layer has a post-norm (gemma3).
+void Model::add_residual(const std::vector<float>& post_norm, size_t T, Workspace& ws,
+                         kernels::ThreadPool& pool) const {
+  const size_t E = size_t(cfg_.n_embd);
+  pool.run(T, [&](size_t t, int) {
+    if (!post_norm.empty()) kernels::rmsnorm(&ws.xn[t * E], post_norm.data(), E, cfg_.rms_eps, &ws.xn[t * E]);
+    kernels::add(&ws.x[t * E], &ws.xn[t * E], E);
+  });
 }
 
 void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool) const {
@@ -112,9 +137,12 @@ void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::T
   pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
   matmul(l.w_gate, ws.xn.data(), T, ws.gate.data(), pool, ws.mm);
   matmul(l.w_up, ws.xn.data(), T, ws.up.data(), pool, ws.mm);
-  pool.run(T, [&](size_t t, int) { kernels::silu_mul(&ws.gate[t * F], &ws.up[t * F], F); });
+  pool.run(T, [&](size_t t, int) {
+    if (c.ffn_act == FfnAct::GeluTanh) kernels::gelu_mul(&ws.gate[t * F], &ws.up[t * F], F);
+    else kernels::silu_mul(&ws.gate[t * F], &ws.up[t * F], F);
+  });
   matmul(l.w_down, ws.gate.data(), T, ws.xn.data(), pool, ws.mm);
-  pool.run(T, [&](size_t t, int) { kernels::add(&ws.x[t * E], &ws.xn[t * E], E); });
+  add_residual(l.ffn_post_norm, T, ws, pool);
 }
 
 void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspace& ws, kernels::ThreadPool& pool,
@@ -140,8 +168,15 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
   }
 
   pool.run(T, [&](size_t t, int) {
-    kernels::dequantize_row(w_.token_embd, size_t(batch[t].token), &ws.x[t * E]);
-    kernels::rope_table(batch[t].pos, size_t(c.rope_dim), c.rope_theta, &ws.rope[t * size_t(c.rope_dim)]);
+    float* x = &ws.x[t * E];
+    kernels::dequantize_row(w_.token_embd, size_t(batch[t].token), x);
+    if (c.scale_embeddings) {
+      const float s = std::sqrt(float(E));
+      for (size_t i = 0; i < E; ++i) x[i] *= s;
+    }
+    const size_t rd = size_t(c.rope_dim);
+    kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd], c.rope_freq_scale);
+    if (c.swa_window > 0) kernels::rope_table(batch[t].pos, rd, c.rope_theta_swa, &ws.rope_swa[t * rd]);
   });
   for (int i = 0; i < c.n_layer; ++i) {
     attention_block(w_.layers[size_t(i)], i, batch, cache, ws, pool);
@@ -158,6 +193,12 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
     ++n_out;
   }
   if (n_out > 0) matmul(w_.output, ws.xn.data(), n_out, logits, pool, ws.mm);
+  if (const float cap = c.final_logit_softcap; cap > 0.f && n_out > 0) {
+    pool.run(n_out, [&](size_t t, int) {
+      float* row = logits + t * size_t(c.n_vocab);
+      for (int i = 0; i < c.n_vocab; ++i) row[i] = cap * std::tanh(row[i] / cap);
+    });
+  }
 }
 
 }  // namespace kvlab::model

@@ -45,6 +45,7 @@ class Workspace {
   std::vector<float> gate;    // (T, n_ff)
   std::vector<float> up;      // (T, n_ff)
   std::vector<float> rope;    // (T, rope_dim) cos/sin pairs per token
+  std::vector<float> rope_swa;  // (T, rope_dim) the same for local layers (gemma3), else empty
   std::vector<kernels::AttnItem> attn_items;  // (T * n_head_kv) one per token and KV head
   kernels::AttnScratch attn;
   kernels::MatmulScratch mm;
@@ -75,6 +76,8 @@ class Model {
   void attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
                        Workspace& ws, kernels::ThreadPool& pool) const;
   void ffn_block(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool) const;
+  void add_residual(const std::vector<float>& post_norm, size_t n_tokens, Workspace& ws,
+                    kernels::ThreadPool& pool) const;
 
   gguf::File file_;
   Config cfg_;

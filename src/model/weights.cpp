@@ -34,7 +34,10 @@ size_t Weights::matmul_bytes() const {
   size_t b = output.bytes() + output_norm.size() * 4;
   for (const auto& l : layers)
     b += l.wq.bytes() + l.wk.bytes() + l.wv.bytes() + l.wo.bytes() + l.w_gate.bytes() + l.w_up.bytes() +
-         l.w_down.bytes() + (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size()) * 4;
+         l.w_down.bytes() +
+         (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size() + l.q_norm.size() +
+          l.k_norm.size() + l.attn_post_norm.size() + l.ffn_post_norm.size()) *
+             4;
   return b;
 }
 
@@ -56,6 +59,14 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
       l.bv = vector_f32(f, p + "attn_v.bias", c.kv_dim());
     }
     l.wo = matrix(f, p + "attn_output.weight", c.n_embd, c.q_dim());
+    if (c.qk_norm) {
+      l.q_norm = vector_f32(f, p + "attn_q_norm.weight", c.head_dim);
+      l.k_norm = vector_f32(f, p + "attn_k_norm.weight", c.head_dim);
+    }
+    if (c.post_norms) {
+      l.attn_post_norm = vector_f32(f, p + "post_attention_norm.weight", c.n_embd);
+      l.ffn_post_norm = vector_f32(f, p + "post_ffw_norm.weight", c.n_embd);
+    }
     l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.n_embd);
     l.w_gate = matrix(f, p + "ffn_gate.weight", c.n_ff, c.n_embd);
     l.w_up = matrix(f, p + "ffn_up.weight", c.n_ff, c.n_embd);

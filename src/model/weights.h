@@ -21,6 +21,10 @@ struct LayerWeights {
   // Projection biases, empty unless Config::qkv_bias:
   std::vector<float> bq;         // (q_dim)             blk.N.attn_q.bias
   std::vector<float> bk, bv;     // (kv_dim)            blk.N.attn_k.bias, attn_v.bias
+  // gemma3 (Config::qk_norm, Config::post_norms), else empty:
+  std::vector<float> q_norm, k_norm;    // (head_dim)  blk.N.attn_q_norm, attn_k_norm
+  std::vector<float> attn_post_norm;    // (n_embd)    blk.N.post_attention_norm
+  std::vector<float> ffn_post_norm;     // (n_embd)    blk.N.post_ffw_norm
   WeightMatrix wo;               // (n_embd x q_dim)    blk.N.attn_output
   std::vector<float> ffn_norm;   // (n_embd)
   WeightMatrix w_gate;           // (n_ff x n_embd)     blk.N.ffn_gate

@@ -16,6 +16,9 @@ constexpr double kSoftmaxFlops = 6.0;
 constexpr double kNormFlops = 4.0;
 // SiLU(g)·u per element: negate, exp, add 1, divide, multiply by u.
 constexpr double kSiluMulFlops = 5.0;
+// GELU(g)·u with the tanh form: x², ·0.044715, +1, ·x, ·√(2/π), tanh, +1,
+// ·0.5x, ·u (tanh counted as one).
+constexpr double kGeluMulFlops = 9.0;
 // RoPE per rotated dimension: a pair (x0, x1) becomes (x0·c − x1·s, x0·s + x1·c),
 // 4 multiplies + 2 adds for 2 dimensions.
 constexpr double kRopeFlopsPerDim = 3.0;
@@ -41,6 +44,9 @@ OpCost rmsnorm(double rows, double width, const Pass& p) {
 }
 
 OpCost times(OpCost c, double n) { return {c.flops * n, c.weight_bytes * n, c.kv_bytes * n, c.act_bytes * n}; }
+OpCost plus(OpCost x, OpCost y) {
+  return {x.flops + y.flops, x.weight_bytes + y.weight_bytes, x.kv_bytes + y.kv_bytes, x.act_bytes + y.act_bytes};
+}
 
 }  // namespace
 
@@ -115,6 +121,17 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
   // positions, so one sequence has T·P + T(T+1)/2 pairs.
   const double pairs = B * (T * P + T * (T + 1.0) / 2.0);
   const double ctx = B * (P + T);  // cached positions read, all sequences
+  // Local (sliding-window) layers, gemma3: position q sees min(q+1, W)
+  // positions, and the pass reads the rows from max(0, P-W+1) on.
+  double local_layers = 0, pairs_local = 0, ctx_local = 0;
+  if (c.swa_window > 0) {
+    for (int i = 0; i < c.n_layer; ++i) local_layers += c.is_swa(i) ? 1.0 : 0.0;
+    const double W = c.swa_window;
+    for (double q = P; q < P + T; ++q) pairs_local += std::min(q + 1.0, W);
+    pairs_local *= B;
+    ctx_local = B * (P + T - std::max(0.0, P - W + 1.0));
+  }
+  const double global_layers = L - local_layers;
   const double logit_rows = p.logits_for_all_tokens ? rows : B;
   const double a = p.act_bytes;
 
@@ -124,7 +141,13 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
   // Distinct rows read from token_embd cannot exceed the vocabulary.
   set(Op::Embedding, {0.0, std::min(rows, double(c.n_vocab)) * d * p.weight_bytes, 0.0, rows * d * a});
 
-  set(Op::AttnNorm, times(rmsnorm(rows, d, p), L));
+  // gemma3's extra norms are counted with the block's own: QK-norm of every
+  // Q and K head and the attention post-norm with AttnNorm, the FFN post-norm
+  // with FfnNorm.
+  OpCost attn_norm = rmsnorm(rows, d, p), ffn_norm = attn_norm;
+  if (c.qk_norm) attn_norm = plus(attn_norm, rmsnorm(rows * (nh + nkv), hd, p));
+  if (c.post_norms) attn_norm = plus(attn_norm, rmsnorm(rows, d, p)), ffn_norm = plus(ffn_norm, rmsnorm(rows, d, p));
+  set(Op::AttnNorm, times(attn_norm, L));
   set(Op::Q, times(matmul_bias(rows, d, qd, c.qkv_bias, p), L));
   OpCost k = matmul_bias(rows, d, kvd, c.qkv_bias, p), v = k;
   k.kv_bytes = v.kv_bytes = rows * kvd * p.kv_bytes;  // the new positions written
@@ -134,15 +157,25 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
 
   // Scores read Q and the K cache and write one score per pair and head;
   // softmax reads and writes them; AV reads them and the V cache.
-  set(Op::Scores, times({2.0 * hd * nh * pairs, 0.0, ctx * kvd * p.kv_bytes, (rows * qd + nh * pairs) * a}, L));
-  set(Op::Softmax, times({kSoftmaxFlops * nh * pairs, 0.0, 0.0, 2.0 * nh * pairs * a}, L));
-  set(Op::AttnV, times({2.0 * hd * nh * pairs, 0.0, ctx * kvd * p.kv_bytes, (nh * pairs + rows * qd) * a}, L));
+  auto attention = [&](double n_pairs, double n_ctx, double layers) {
+    set(Op::Scores, plus(cost[Op::Scores], times({2.0 * hd * nh * n_pairs, 0.0, n_ctx * kvd * p.kv_bytes,
+                                                   (rows * qd + nh * n_pairs) * a},
+                                                  layers)));
+    set(Op::Softmax, plus(cost[Op::Softmax], times({kSoftmaxFlops * nh * n_pairs, 0.0, 0.0, 2.0 * nh * n_pairs * a},
+                                                    layers)));
+    set(Op::AttnV, plus(cost[Op::AttnV], times({2.0 * hd * nh * n_pairs, 0.0, n_ctx * kvd * p.kv_bytes,
+                                                 (nh * n_pairs + rows * qd) * a},
+                                                layers)));
+  };
+  attention(pairs, ctx, global_layers);
+  if (local_layers > 0) attention(pairs_local, ctx_local, local_layers);
 
   set(Op::O, times(matmul(rows, qd, d, p), L));
-  set(Op::FfnNorm, times(rmsnorm(rows, d, p), L));
+  set(Op::FfnNorm, times(ffn_norm, L));
   set(Op::Gate, times(matmul(rows, d, ff, p), L));
   set(Op::Up, times(matmul(rows, d, ff, p), L));
-  set(Op::SiluMul, times({kSiluMulFlops * rows * ff, 0.0, 0.0, 3.0 * rows * ff * a}, L));
+  const double act_flops = c.ffn_act == model::FfnAct::GeluTanh ? kGeluMulFlops : kSiluMulFlops;
+  set(Op::SiluMul, times({act_flops * rows * ff, 0.0, 0.0, 3.0 * rows * ff * a}, L));
   set(Op::Down, times(matmul(rows, ff, d, p), L));
   // Two adds per layer, each reading two vectors and writing one.
   set(Op::Residual, times({2.0 * rows * d, 0.0, 0.0, 6.0 * rows * d * a}, L));
@@ -160,6 +193,8 @@ ParamCount param_count(const model::Config& c) {
   n.layers = double(c.n_layer) * (d * qd + 2.0 * d * kvd + qd * d + 3.0 * d * ff);
   n.norms = double(c.n_layer) * 2.0 * d + d;
   n.biases = c.qkv_bias ? double(c.n_layer) * (qd + 2.0 * kvd) : 0.0;
+  if (c.qk_norm) n.norms += double(c.n_layer) * 2.0 * double(c.head_dim);
+  if (c.post_norms) n.norms += double(c.n_layer) * 2.0 * d;
   return n;
 }
 

@@ -57,7 +57,7 @@ enum class Op : uint8_t {
   FfnNorm,  // RMSNorm before the MLP
   Gate,
   Up,          // SwiGLU input projections
-  SiluMul,     // silu(gate) * up
+  SiluMul,     // silu(gate) * up (gelu for gemma3)
   Down,        // SwiGLU output projection
   Residual,    // the two residual adds
   OutputNorm,  // final RMSNorm (logit rows only)

@@ -13,11 +13,14 @@ For each model it writes, next to this script:
   <model-stem>.tokenize.json   llama.cpp tokenizer output for a battery of texts
                                (not with --generate-only).
 
-The qwen2 fixture runs on a graft of stories260K (tests/common/qwen2_graft.h),
-which the test build makes; its tokenizer is stories260K's:
+The qwen2 and gemma3 fixtures run on grafts of stories260K
+(tests/common/arch_graft.h), which the test build makes; their tokenizer is
+stories260K's (see tests/golden/README.md):
 
-    build/tests/kvlab_qwen2_graft ../shared/models/stories260K.gguf /tmp/stories260K-qwen2.gguf
-    ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py --generate-only /tmp/stories260K-qwen2.gguf
+    build/tests/kvlab_arch_graft qwen2 ../shared/models/stories260K.gguf /tmp/stories260K-qwen2.gguf
+    build/tests/kvlab_arch_graft gemma3 ../shared/models/stories260K.gguf /tmp/stories260K-gemma3.gguf
+    ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py --generate-only \
+        /tmp/stories260K-qwen2.gguf /tmp/stories260K-gemma3.gguf
 
 Only the low-level llama.cpp C API (via llama_cpp's ctypes bindings) is used:
 no sampler chain, no repetition penalty, no top-k/top-p; 1 thread, n_ctx 512,

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "common/models.h"
-#include "common/qwen2_graft.h"
+#include "common/arch_graft.h"
 #include "common/scratch_dir.h"
 #include "engine/session.h"
 #include "sample/sampler.h"
@@ -89,14 +89,26 @@ TEST(GoldenGeneration, StoriesModelMatchesLlamaCppExactly) {
   EXPECT_EQ(st.free_running, st.cases);
 }
 
-// qwen2: Q/K/V biases and NeoX RoPE, on the graft of stories260K that
-// llama.cpp ran for the fixture (tests/common/qwen2_graft.h).
-TEST(GoldenGeneration, Qwen2GraftMatchesLlamaCppExactly) {
+// A graft of stories260K (tests/common/arch_graft.h) against the fixture
+// llama.cpp made from the same bytes: exact, as for stories260K itself.
+void check_graft(const std::string& stem, const gguf::Writer& graft) {
   test::ScratchDir dir;
-  const std::string path = dir.file("stories260K-qwen2.gguf");
-  test::qwen2_graft(gguf::File::open(test::kStories), test::kQwen2GraftBias).write(path);
-  const auto st = check_fixture("stories260K-qwen2.generate.json", path, 0.0, 2e-2);
+  const std::string path = dir.file(stem + ".gguf");
+  graft.write(path);
+  const auto st = check_fixture(stem + ".generate.json", path, 0.0, 2e-2);
   EXPECT_EQ(st.free_running, st.cases);
+}
+
+// qwen2: Q/K/V biases and NeoX RoPE.
+TEST(GoldenGeneration, Qwen2GraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-qwen2", test::qwen2_graft(gguf::File::open(test::kStories), test::kQwen2GraftBias));
+}
+
+// gemma3: QK-norm, post-norms, GeGLU, scaled embeddings, and a sliding
+// window of 24 positions in five of six layers (the prompts and the 64
+// generated tokens run up to 147 positions).
+TEST(GoldenGeneration, Gemma3GraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-gemma3", test::gemma3_graft(gguf::File::open(test::kStories), test::kGemma3GraftWindow));
 }
 
 // With zero biases the graft is the same network as stories260K under qwen2's

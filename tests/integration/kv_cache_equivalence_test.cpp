@@ -16,7 +16,7 @@
 #include <cmath>
 
 #include "common/models.h"
-#include "common/qwen2_graft.h"
+#include "common/arch_graft.h"
 #include "common/scratch_dir.h"
 #include "common/tiny_model.h"
 #include "engine/session.h"
@@ -79,7 +79,7 @@ TEST(KvCacheEquivalence, StoriesModel128Tokens) {
   }
 }
 
-// qwen2: biases and NeoX RoPE (tests/common/qwen2_graft.h).
+// qwen2: biases and NeoX RoPE (tests/common/arch_graft.h).
 TEST(KvCacheEquivalence, Qwen2Graft64Tokens) {
   test::ScratchDir dir;
   const std::string path = dir.file("stories260K-qwen2.gguf");
@@ -88,6 +88,21 @@ TEST(KvCacheEquivalence, Qwen2Graft64Tokens) {
   const auto& stories = test::load_model(test::kStories);
   const auto ids = stories.tok->encode("Once upon a time", true, true);
   for (int threads : {1, 2}) EXPECT_EQ(lockstep(*m, ids, 64, tensor::DType::F16, threads).tokens.size(), 64u);
+}
+
+// gemma3: sliding-window layers read only the last 24 cached positions, and
+// recomputation must see the same window (69 positions here).
+TEST(KvCacheEquivalence, Gemma3Graft64Tokens) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("stories260K-gemma3.gguf");
+  test::gemma3_graft(gguf::File::open(test::kStories), test::kGemma3GraftWindow).write(path);
+  const auto m = model::Model::load(path);
+  ASSERT_EQ(m->config().swa_window, test::kGemma3GraftWindow);
+  const auto& stories = test::load_model(test::kStories);
+  const auto ids = stories.tok->encode("Once upon a time", true, true);
+  for (int threads : {1, 2})
+    for (auto kv : {tensor::DType::F16, tensor::DType::F32})
+      EXPECT_EQ(lockstep(*m, ids, 64, kv, threads).tokens.size(), 64u);
 }
 
 // Synthetic models cover shapes the real ones do not: tied embeddings,

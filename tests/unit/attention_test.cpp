@@ -96,7 +96,7 @@ TEST(Attention, MatchesDoublePrecisionReference) {
             const auto want = reference(q, group, kv, head, n_kv, n_pos, scale);
             for (Isa isa : available_isas()) {
               IsaGuard guard(isa);
-              attend(q.data(), group, kv.view(head), n_pos, hd, scale, scratch.data(), out.data());
+              attend(q.data(), group, kv.view(head), 0, n_pos, hd, scale, scratch.data(), out.data());
               for (size_t i = 0; i < out.size(); ++i)
                 ASSERT_NEAR(out[i], want[i], 2e-5 + 2e-5 * std::abs(want[i]))
                     << tensor::dtype_info(t).name << " hd " << hd << " G " << group << " n_pos " << n_pos << " "
@@ -130,9 +130,42 @@ TEST(Attention, PagedBlocksEqualContiguousRowsBitwise) {
         const KvView contiguous = kv.view(2);
         KvView paged{pk.data() + 2 * kv.head_bytes, pv.data() + 2 * kv.head_bytes, kv.row, t, table.data(), int(bt),
                      bt * kv.row};
-        attend(q.data(), group, contiguous, n_pos, hd, 0.3f, scratch.data(), a.data());
-        attend(q.data(), group, paged, n_pos, hd, 0.3f, scratch.data(), b.data());
+        attend(q.data(), group, contiguous, 0, n_pos, hd, 0.3f, scratch.data(), a.data());
+        attend(q.data(), group, paged, 0, n_pos, hd, 0.3f, scratch.data(), b.data());
         EXPECT_EQ(a, b) << tensor::dtype_info(t).name << " n_pos " << n_pos << " " << isa_name(isa);
+      }
+    }
+  }
+}
+
+// A sliding window (positions first .. n_pos-1) is the attention of a view
+// that starts at row `first`, for every KV type and ISA, with windows that
+// start inside, at and across chunk boundaries; and a split decode step of
+// windowed items gives the same bits as one thread.
+TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
+  const size_t hd = 64;
+  const int n_kv = 2, group = 3, n_ctx = 400;
+  ThreadPool pool(2);
+  AttnScratch as(group, hd, pool.size(), n_ctx);
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
+    const KvRows kv(t, hd, n_ctx, n_kv, 21);
+    const auto q = randn(size_t(group) * hd, 8, 2.f);
+    std::vector<float> scratch(attn_scratch_floats(group, hd)), win(size_t(group) * hd), cut(win.size());
+    for (Isa isa : available_isas()) {
+      IsaGuard guard(isa);
+      for (auto [first, n_pos] : {std::pair{1, 2}, {5, 100}, {127, 300}, {128, 300}, {129, n_ctx}, {250, 260}}) {
+        KvView shifted = kv.view(1);
+        shifted.k += size_t(first) * kv.row;
+        shifted.v += size_t(first) * kv.row;
+        attend(q.data(), group, kv.view(1), first, n_pos, hd, 0.125f, scratch.data(), win.data());
+        attend(q.data(), group, shifted, 0, n_pos - first, hd, 0.125f, scratch.data(), cut.data());
+        for (size_t i = 0; i < win.size(); ++i)
+          ASSERT_NEAR(win[i], cut[i], 1e-5 + 1e-5 * std::abs(cut[i]))
+              << tensor::dtype_info(t).name << " " << isa_name(isa) << " window " << first << ".." << n_pos;
+        std::vector<float> split(win.size());
+        AttnItem item{q.data(), kv.view(1), n_pos, split.data(), first};
+        attend_batch({&item, 1}, group, hd, 0.125f, pool, as);
+        EXPECT_EQ(split, win) << "split window " << first << ".." << n_pos;
       }
     }
   }
@@ -195,12 +228,12 @@ TEST(Attention, OneHotKeysSelectTheirValue) {
       std::vector<float> q(hd, 0.f), out(hd), scratch(attn_scratch_floats(1, hd));
       q[2] = 100.f;  // score 100 vs 0: softmax weight 1 - 4e-44
       const KvView kv{k.data(), v.data(), row, t};
-      attend(q.data(), 1, kv, int(n), hd, 1.f, scratch.data(), out.data());
+      attend(q.data(), 1, kv, 0, int(n), hd, 1.f, scratch.data(), out.data());
       // q8_0 stores V[2] = 20..51 with step 51/127: within half a step.
       const float tol = t == DType::Q8_0 ? 0.21f : 1e-4f;
       for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], float(20 + d), tol) << info.name << " " << isa_name(isa);
       // Only the first 2 positions visible (causal): equal scores -> mean of V0, V1.
-      attend(q.data(), 1, kv, 2, hd, 1.f, scratch.data(), out.data());
+      attend(q.data(), 1, kv, 0, 2, hd, 1.f, scratch.data(), out.data());
       EXPECT_NEAR(out[0], 5.f, t == DType::Q8_0 ? 0.1f : 1e-5f);
     }
   }

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "common/scratch_dir.h"
-#include "common/qwen2_graft.h"
+#include "common/arch_graft.h"
 #include "common/tiny_model.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
@@ -308,7 +308,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
@@ -324,6 +324,27 @@ TEST(GgufModel, Qwen2NeedsItsProjectionBiases) {
   auto with = test::qwen2_graft(f, 0.1f), without = test::qwen2_graft(f, 0.1f, false);
   EXPECT_EQ(model_error(with), "");
   EXPECT_EQ(model_error(without), "m.gguf: missing required tensor 'blk.0.attn_q.bias'");
+}
+
+TEST(GgufModel, Gemma3KeysAndTensors) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const File f = File::parse(llama, "tiny.gguf");
+  auto ok = test::gemma3_graft(f, 16);
+  EXPECT_EQ(model_error(ok), "");
+  {
+    const auto bytes = ok.serialize();
+    const File g = File::parse(bytes, "m.gguf");
+    const model::Config c = model::load_config(g);
+    EXPECT_EQ(c.swa_window, 16);
+    EXPECT_EQ(c.n_layer, 3);  // the graft appends a global layer
+    EXPECT_TRUE(c.is_swa(0) && c.is_swa(1) && c.is_swa(2));  // pattern 6: layers 5, 11, .. are global
+    EXPECT_EQ(c.first_visible(0, 15), 0);
+    EXPECT_EQ(c.first_visible(0, 16), 1);
+    EXPECT_FLOAT_EQ(c.attn_scale, 0.25f);  // 1/sqrt(head_dim 16)
+  }
+  auto yarn = test::gemma3_graft(f, 16);
+  yarn.set_string("gemma3.rope.scaling.type", "yarn");
+  EXPECT_EQ(model_error(yarn), "m.gguf: rope scaling 'yarn' is not supported (linear is)");
 }
 
 TEST(GgufModel, WrongTensorShape) {

@@ -282,13 +282,20 @@ TEST(Kernels, F16ConversionEqualsScalarCodecOnEveryIsa) {
 // Every ISA's silu_mul against the formula with std::exp in double, over
 // the range activations reach and beyond (the SIMD e^x clamps at ±87/88),
 // on a length with a tail.
-TEST(Ops, SiluMulMatchesFormulaOnEveryIsa) {
-  const size_t n = 1003;
-  std::vector<float> gate(n), up(n);
+// n gate values evenly from -range to range, and up values 0.5 .. 6.5.
+void gated_inputs(size_t n, float range, std::vector<float>& gate, std::vector<float>& up) {
+  gate.resize(n);
+  up.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    gate[i] = -120.f + 240.f * float(i) / float(n - 1);
+    gate[i] = -range + 2.f * range * float(i) / float(n - 1);
     up[i] = 0.5f + float(i % 7);
   }
+}
+
+TEST(Ops, SiluMulMatchesFormulaOnEveryIsa) {
+  const size_t n = 1003;
+  std::vector<float> gate, up;
+  gated_inputs(n, 120.f, gate, up);
   for (Isa isa : available_isas()) {
     IsaGuard guard(isa);
     std::vector<float> g = gate;
@@ -298,6 +305,29 @@ TEST(Ops, SiluMulMatchesFormulaOnEveryIsa) {
       ASSERT_NEAR(g[i], want, 1e-30 + 1e-6 * std::abs(want)) << isa_name(isa) << " x " << gate[i];
     }
   }
+}
+
+TEST(Ops, GeluMulMatchesTanhFormula) {
+  const size_t n = 1001;
+  std::vector<float> gate, up;
+  gated_inputs(n, 12.f, gate, up);
+  std::vector<float> g = gate;
+  gelu_mul(g.data(), up.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = gate[i], want = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * up[i];
+    ASSERT_NEAR(g[i], want, 1e-6 + 1e-5 * std::abs(want)) << "x " << x;
+  }
+  float one = 1.f, u = 1.f;
+  gelu_mul(&one, &u, 1);
+  EXPECT_NEAR(one, 0.8411920, 1e-6);  // gelu_tanh(1), by hand: 0.5 * (1 + tanh(0.7978846 * 1.044715))
+}
+
+// Linear RoPE scaling: position p with scale s turns every pair as position s·p would.
+TEST(Ops, RopeFreqScaleIsPositionInterpolation) {
+  float scaled[8], plain[8];
+  rope_table(40, 8, 10000.f, scaled, 0.125f);
+  rope_table(5, 8, 10000.f, plain);
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(scaled[i], plain[i], 1e-6) << i;
 }
 
 }  // namespace

@@ -101,6 +101,33 @@ TEST(PerfCost, Qwen2BiasesByHand) {
   EXPECT_DOUBLE_EQ(weight_memory_bytes(q, 1.0) - weight_memory_bytes(tiny(), 1.0), 2 * 16 * 4.0);
 }
 
+// gemma3 on the tiny config with a window of 3 and swa pattern 2: layer 0
+// local, layer 1 global.
+TEST(PerfCost, Gemma3SlidingWindowAndNormsByHand) {
+  model::Config g = tiny();
+  g.arch = "gemma3";
+  g.qk_norm = g.post_norms = true;
+  g.ffn_act = model::FfnAct::GeluTanh;
+  g.swa_window = 3;
+  g.swa_pattern = 2;
+  const Cost a = forward_cost(tiny(), pass(3, 2)), b = forward_cost(g, pass(3, 2));
+  // New tokens at positions 2, 3, 4: global sees 3 + 4 + 5 = 12 pairs,
+  // local min(3, .) each: 9. Per head 2·head_dim FLOPs per pair.
+  EXPECT_DOUBLE_EQ(b[Op::Scores].flops, 2.0 * 4 * 2 * (12 + 9));
+  EXPECT_DOUBLE_EQ(a[Op::Scores].flops, 2.0 * 4 * 2 * (12 + 12));
+  // Rows read: global 5 positions; local from max(0, 2-3+1) = 0: also 5.
+  EXPECT_DOUBLE_EQ(b[Op::Scores].kv_bytes, a[Op::Scores].kv_bytes);
+  // Decode at position 10 (P = 10, T = 1): local layers read positions 8..10.
+  const Cost d = forward_cost(g, pass(1, 10));
+  EXPECT_DOUBLE_EQ(d[Op::Scores].kv_bytes, (11 + 3) * 4 * 2.0);
+  // Norms: QK-norm (3 tokens x 3 heads x 4) and a post-norm (3 x 8) more
+  // per layer in the attention block; one post-norm more in the FFN block.
+  EXPECT_DOUBLE_EQ(b[Op::AttnNorm].flops - a[Op::AttnNorm].flops, 2 * 4.0 * (3 * 3 * 4 + 3 * 8));
+  EXPECT_DOUBLE_EQ(b[Op::FfnNorm].flops - a[Op::FfnNorm].flops, 2 * 4.0 * (3 * 8));
+  EXPECT_DOUBLE_EQ(b[Op::SiluMul].flops, 2 * 9.0 * 3 * 16);
+  EXPECT_DOUBLE_EQ(param_count(g).norms - param_count(tiny()).norms, 2 * (2 * 4.0 + 2 * 8.0));
+}
+
 TEST(PerfCost, CausalTriangleIsCountedExactly) {
   // Prefill of T tokens: T(T+1)/2 query-key pairs, not T².
   for (int64_t t : {1, 2, 7, 64}) {

@@ -1,0 +1,143 @@
+// Real qwen2- and gemma3-architecture models for tests, made from a real
+// llama one (no small model of either is at hand).
+//
+// Both architectures rotate the two halves of each head in RoPE (NeoX order)
+// where llama rotates adjacent pairs. llama.cpp's converter permutes a llama
+// model's Q/K rows so that adjacent-pair RoPE on the GGUF rows equals the
+// trained model's half-split RoPE: within a head of d rows, GGUF row 2j+k
+// holds original row k*d/2+j (k = 0, 1). Undoing that permutation keeps the
+// attention of the trained model under NeoX RoPE. Then:
+//  - qwen2_graft adds fixed Q/K/V biases of bias_scale·sin(1.7i + 0.3(layer+1)).
+//    With bias_scale 0 it is the same network as the llama model;
+//    with_biases = false leaves the bias tensors out (an invalid qwen2 file).
+//  - gemma3_graft divides the (f32) token embeddings by sqrt(n_embd), which
+//    gemma3 multiplies them by, adds QK-norm and post-norm weights near 1,
+//    declares a sliding window of `window` positions, and appends a copy of
+//    the last layer so that the model has a global layer (every 6th) after
+//    five local ones. The norms and GeGLU make it another network than the
+//    llama model: a real one all the same, that llama.cpp runs.
+// Weights, tokenizer and the other hyper-parameters are copied unchanged.
+//
+// tests/golden/stories260K-{qwen2,gemma3}.generate.json hold llama.cpp's
+// outputs for the grafts of stories260K with the k*Graft* constants below
+// (tools/arch_graft.cpp writes the files gen_golden.py reads).
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gguf/file.h"
+#include "gguf/writer.h"
+
+namespace kvlab::test {
+
+inline constexpr float kQwen2GraftBias = 0.1f;
+inline constexpr int kGemma3GraftWindow = 24;
+
+namespace graft_detail {
+
+inline int64_t head_dim_of(const gguf::File& llama) {
+  if (llama.require_string("general.architecture") != "llama")
+    throw std::runtime_error(llama.path() + ": not a llama model");
+  const int64_t n_head = llama.require_int("llama.attention.head_count");
+  const int64_t head_dim = llama.require_int("llama.embedding_length") / n_head;
+  if (llama.get_int("llama.rope.dimension_count").value_or(head_dim) != head_dim)
+    throw std::runtime_error(llama.path() + ": partial RoPE is not supported by the graft");
+  return head_dim;
+}
+
+// The llama metadata under `arch`'s keys; `skip` keys are left for the caller.
+inline void copy_metadata(const gguf::File& llama, const std::string& arch, gguf::Writer& w,
+                          const std::vector<std::string>& skip = {}) {
+  for (const auto& [key, value] : llama.metadata()) {
+    if (key == "general.architecture") w.set_string(key, arch);
+    else if (key.rfind("llama.", 0) == 0) {
+      const std::string k = arch + "." + key.substr(6);
+      bool skipped = false;
+      for (const auto& s : skip) skipped = skipped || s == k;
+      if (!skipped) w.copy_value(k, value);
+    } else {
+      w.copy_value(key, value);
+    }
+  }
+}
+
+// A tensor's bytes, with Q/K rows of each head back in their trained order.
+inline std::vector<uint8_t> neox_bytes(const gguf::TensorInfo& t, int64_t head_dim) {
+  std::vector<uint8_t> out(t.data, t.data + t.n_bytes);
+  if (!t.name.ends_with(".attn_q.weight") && !t.name.ends_with(".attn_k.weight")) return out;
+  const size_t rows = size_t(t.rows()), row_bytes = size_t(t.n_bytes) / rows, d = size_t(head_dim);
+  for (size_t h = 0; h < rows / d; ++h)
+    for (size_t j = 0; j < d / 2; ++j)
+      for (size_t k = 0; k < 2; ++k)
+        std::memcpy(&out[(h * d + k * d / 2 + j) * row_bytes], &t.data[(h * d + 2 * j + k) * row_bytes], row_bytes);
+  return out;
+}
+
+inline void add_f32(gguf::Writer& w, const std::string& name, const std::vector<float>& v) {
+  w.add_tensor(name, {v.size()}, tensor::DType::F32, {reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4});
+}
+
+// n values a·sin(1.7i + 0.3(layer+1)) + b: fixed, different per layer.
+inline std::vector<float> wave(size_t n, int layer, float a, float b) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = b + a * std::sin(1.7f * float(i) + 0.3f * float(layer + 1));
+  return v;
+}
+
+inline int layer_of(const std::string& name) { return std::stoi(name.substr(4)); }  // "blk.N."
+
+}  // namespace graft_detail
+
+inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool with_biases = true) {
+  using namespace graft_detail;
+  const int64_t head_dim = head_dim_of(llama);
+  gguf::Writer w;
+  copy_metadata(llama, "qwen2", w);
+  for (const gguf::TensorInfo& t : llama.tensors()) {
+    w.add_tensor(t.name, t.dims, t.dtype, neox_bytes(t, head_dim));
+    const bool proj = t.name.ends_with(".attn_q.weight") || t.name.ends_with(".attn_k.weight") ||
+                      t.name.ends_with(".attn_v.weight");
+    if (with_biases && proj) {
+      const std::string base = t.name.substr(0, t.name.size() - std::string(".weight").size());
+      add_f32(w, base + ".bias", wave(size_t(t.rows()), layer_of(t.name), bias_scale, 0.f));
+    }
+  }
+  return w;
+}
+
+inline gguf::Writer gemma3_graft(const gguf::File& llama, int window) {
+  using namespace graft_detail;
+  const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
+  const size_t n_embd = size_t(llama.require_int("llama.embedding_length"));
+  gguf::Writer w;
+  copy_metadata(llama, "gemma3", w, {"gemma3.block_count"});
+  w.set_u32("gemma3.block_count", uint32_t(n_layer + 1));
+  w.set_u32("gemma3.attention.sliding_window", uint32_t(window));
+  const std::string last = "blk." + std::to_string(n_layer - 1) + ".";
+  for (const gguf::TensorInfo& t : llama.tensors()) {
+    std::vector<uint8_t> bytes = neox_bytes(t, head_dim);
+    if (t.name == "token_embd.weight") {
+      if (t.dtype != tensor::DType::F32) throw std::runtime_error(llama.path() + ": the graft needs f32 embeddings");
+      std::vector<float> e(bytes.size() / 4);
+      std::memcpy(e.data(), bytes.data(), bytes.size());
+      for (float& x : e) x /= std::sqrt(float(n_embd));
+      std::memcpy(bytes.data(), e.data(), bytes.size());
+    }
+    w.add_tensor(t.name, t.dims, t.dtype, bytes);
+    if (t.name.rfind(last, 0) == 0)  // the copy that becomes the global layer
+      w.add_tensor("blk." + std::to_string(n_layer) + "." + t.name.substr(last.size()), t.dims, t.dtype, bytes);
+  }
+  for (int i = 0; i <= n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    add_f32(w, p + "attn_q_norm.weight", wave(size_t(head_dim), i, 0.1f, 1.f));
+    add_f32(w, p + "attn_k_norm.weight", wave(size_t(head_dim), i + 7, 0.1f, 1.f));
+    add_f32(w, p + "post_attention_norm.weight", wave(n_embd, i + 13, 0.1f, 1.f));
+    add_f32(w, p + "post_ffw_norm.weight", wave(n_embd, i + 19, 0.1f, 1.f));
+  }
+  return w;
+}
+
+}  // namespace kvlab::test
