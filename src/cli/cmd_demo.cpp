@@ -101,7 +101,7 @@ void print_simulation(const Pass& cached, const Pass& naive, int prompt_tokens) 
 void demo(const DemoOptions& o) {
   if (o.n_predict < 2) throw Error("--n-predict must be at least 2");
   Loaded l = load(o.m);
-  const std::string chat = tokenizer::apply_chatml({{"user", o.prompt}});
+  const std::string chat = l.tokenizer->apply_chat({{"user", o.prompt}});
   const std::vector<int32_t> prompt = l.tokenizer->encode(chat, true, true);
   const model::Config& c = l.model->config();
   std::printf("kvlab demo: %s (%s, %d layers, %.0f M params), greedy, %d tokens, prompt %zu tokens\n\n",

@@ -51,7 +51,7 @@ void run(const RunOptions& o) {
   if (o.prompt.empty() == o.file.empty()) throw Error("give exactly one of -p PROMPT or -f FILE");
   std::string text = o.file.empty() ? o.prompt : read_file(o.file);
   Loaded l = load(o.m);
-  if (o.chat) text = tokenizer::apply_chatml({{"user", text}});
+  if (o.chat) text = l.tokenizer->apply_chat({{"user", text}});
   const std::vector<int32_t> prompt = l.tokenizer->encode(text, true, true);
   if (prompt.empty()) throw Error("the prompt encodes to no tokens");
 
@@ -136,7 +136,7 @@ void add_run_command(CLI::App& root) {
   app->add_option("--repeat-penalty", o->repeat_penalty, "penalty for the last 64 tokens (1: off)")->capture_default_str();
   app->add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
   app->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
-  app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (ChatML)");
+  app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (ChatML, Gemma or Llama 3, from its GGUF)");
   app->add_flag("--json", o->json, "print one JSON object with the text, ids and timings instead");
   app->callback([o] { run(*o); });
 }

@@ -29,7 +29,7 @@ LabRequest make_request(const std::string& message, int64_t n, const tokenizer::
     fail("'n' must be between 1 and " + std::to_string(kLabMaxTokens) + ", got " + std::to_string(n), "n",
          "invalid_value");
   LabRequest r;
-  r.prompt = tok.encode(tokenizer::apply_chatml({{"user", message}}), true, true);
+  r.prompt = tok.encode(tok.apply_chat({{"user", message}}), true, true);
   r.n = int(n);
   if (int64_t(r.prompt.size()) + n > limits.n_ctx)
     fail("the prompt (" + std::to_string(r.prompt.size()) + " tokens in the chat template) plus n (" +

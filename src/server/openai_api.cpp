@@ -95,7 +95,7 @@ std::vector<int32_t> prompt_tokens(Endpoint ep, const json& j, const tokenizer::
         fail("unsupported role '" + role + "'", p + ".role", "invalid_value");
       msgs.push_back({role, message_content(msg.contains("content") ? msg["content"] : json(), i)});
     }
-    return tok.encode(tokenizer::apply_chatml(msgs, true), true, true);
+    return tok.encode(tok.apply_chat(msgs), true, true);
   }
   const json* p = field(j, "prompt");
   if (!p) fail("'prompt' is required", "prompt", "missing_required_parameter");

@@ -42,7 +42,7 @@ struct ParsedRequest {
 };
 
 // Parses and validates a request body; throws ApiException with the right
-// 4xx. Tokenizes the prompt (chat: ChatML via apply_chatml).
+// 4xx. Tokenizes the prompt (chat: the model's chat format, Tokenizer::apply_chat).
 ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenizer::Tokenizer& tok,
                             const ApiLimits& limits);
 

@@ -27,6 +27,11 @@ struct Vocab {
   std::string chat_template;         // tokenizer.chat_template (Jinja text, informational)
 };
 
+struct ChatMessage {
+  std::string role;     // "system" | "user" | "assistant"
+  std::string content;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -45,6 +50,8 @@ class Tokenizer {
   virtual const Vocab& vocab() const = 0;
   int32_t n_vocab() const { return int32_t(vocab().tokens.size()); }
   bool is_end_of_generation(int32_t id) const;  // eos, eot, <|im_end|>, <|endoftext|> ...
+  // The messages in this model's chat format (detect_chat_template).
+  std::string apply_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
 };
 
 // Buffers decoded bytes and releases only complete UTF-8 code points, so a
@@ -59,13 +66,17 @@ class StreamDecoder {
   std::string pending_;
 };
 
-struct ChatMessage {
-  std::string role;     // "system" | "user" | "assistant"
-  std::string content;
+// Chat formats (tokenizer/chat.cpp says what each renders), recognised from
+// the model's tokenizer.chat_template.
+enum class ChatFormat { ChatML, Gemma, Llama3 };
+struct ChatTemplate {
+  ChatFormat format = ChatFormat::ChatML;
+  std::string default_system;  // ChatML: the template's own system message, if any
 };
-// ChatML, as SmolLM2-Instruct's template renders it (including its default
-// system prompt when the first message is not a system message), ending with
-// the assistant header when `add_generation_prompt`.
-std::string apply_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true);
+ChatTemplate detect_chat_template(const std::string& jinja);
+// The messages as the template renders them, ending with the assistant's
+// header when `add_generation_prompt`.
+std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt = true);
 
 }  // namespace kvlab::tokenizer

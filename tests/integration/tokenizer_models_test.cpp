@@ -110,7 +110,10 @@ TEST(TokenizerModels, SmolLmMetadata) {
 
 TEST(TokenizerModels, SmolLmChatPromptSpecialTokens) {
   LOAD_OR_SKIP(t, kSmolLm);
-  const std::string prompt = apply_chatml({{"user", "Hi"}});
+  const std::string prompt = t->apply_chat({{"user", "Hi"}});
+  EXPECT_EQ(prompt,
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");  // from the GGUF's own template
   const Ids ids = t->encode(prompt, true, true);
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids.front(), 1);  // <|im_start|>, no BOS for this model

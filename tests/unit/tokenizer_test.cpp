@@ -621,14 +621,58 @@ TEST(TokenizerStream, InvalidBytesAreReleasedAndTailFlushed) {
 
 // ---------------------------------------------------------------- chat template
 
+// SmolLM2-135M-Instruct's tokenizer.chat_template, as its GGUF holds it.
+const std::string kSmolLm2Template =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' "
+    "+ message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt "
+    "%}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
 TEST(TokenizerChat, SmolLm2Template) {
-  EXPECT_EQ(apply_chatml({{"user", "Hi"}}),
+  const ChatTemplate t = detect_chat_template(kSmolLm2Template);
+  EXPECT_EQ(t.format, ChatFormat::ChatML);
+  EXPECT_EQ(apply_chat_template(t, {{"user", "Hi"}}),
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(apply_chatml({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}}, false),
+  EXPECT_EQ(apply_chat_template(t, {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}}, false),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
             "<|im_start|>assistant\nHello<|im_end|>\n");
-  EXPECT_EQ(apply_chatml({}, true), "<|im_start|>assistant\n");
+  EXPECT_EQ(apply_chat_template(t, {}, true), "<|im_start|>assistant\n");
+}
+
+// Templates are told apart by their markers. A ChatML template's default
+// system message is its first literal system turn (Qwen2's first one is
+// built from a message); "\n" inside a Jinja string becomes a newline; no
+// template at all falls back to plain ChatML, as llama.cpp does.
+TEST(TokenizerChat, FormatsAreDetectedFromTheirMarkers) {
+  const ChatTemplate qwen = detect_chat_template(
+      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+      "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}");
+  EXPECT_EQ(qwen.format, ChatFormat::ChatML);
+  EXPECT_EQ(qwen.default_system, "You are a helpful assistant.");
+  const ChatTemplate lit = detect_chat_template("{{ '<|im_start|>system\\nBe kind.\\nAlways.<|im_end|>\\n' }}");
+  EXPECT_EQ(lit.default_system, "Be kind.\nAlways.");
+  EXPECT_EQ(detect_chat_template("").format, ChatFormat::ChatML);
+  EXPECT_EQ(detect_chat_template("").default_system, "");
+  EXPECT_EQ(detect_chat_template("{{ bos_token }}<start_of_turn>user ...").format, ChatFormat::Gemma);
+  EXPECT_EQ(detect_chat_template("<|start_header_id|>' + message['role'] + '<|end_header_id|>").format,
+            ChatFormat::Llama3);
+}
+
+TEST(TokenizerChat, GemmaTurnsFoldTheSystemMessageIntoTheFirstUserTurn) {
+  const ChatTemplate g{ChatFormat::Gemma, ""};
+  EXPECT_EQ(apply_chat_template(g, {{"system", " Be brief. "}, {"user", "Hi\n"}, {"assistant", "Hello"}, {"user", "Bye"}}),
+            "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n"
+            "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(apply_chat_template(g, {{"user", "Hi"}}, false), "<start_of_turn>user\nHi<end_of_turn>\n");
+}
+
+TEST(TokenizerChat, Llama3Headers) {
+  const ChatTemplate l{ChatFormat::Llama3, ""};
+  EXPECT_EQ(apply_chat_template(l, {{"system", "Be brief."}, {"user", " Hi "}}),
+            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 }  // namespace
