@@ -18,6 +18,7 @@
 #include "perf/simulate.h"
 #include "server/lab.h"
 #include "server/openai_api.h"
+#include "server/peer_watch.h"
 #include "server/sse.h"
 #include "server/web_assets.h"
 
@@ -289,7 +290,17 @@ void HttpServer::routes() {
       const std::string id = new_id(ep);
       const int64_t created = unix_now();
       if (!pr->stream) {
-        const Handle::Update u = h->wait_all();
+        // Nothing is written until the completion is done, so the client's
+        // disconnect is looked for here (server/peer_watch.h), every 100 ms.
+        PeerWatch peer(req.remote_addr, req.remote_port);
+        std::optional<Handle::Update> done;
+        while (!(done = h->wait_all_for(std::chrono::milliseconds(100)))) {
+          if (peer.gone()) {
+            h->cancel();  // the scheduler frees the slot and KV blocks at its next step
+            return;
+          }
+        }
+        const Handle::Update& u = *done;
         if (u.finish_reason == "error") {
           send_error(res, 500, u.error, "server_error", "generation_failed");
           return;

@@ -44,6 +44,12 @@ Handle::Update Handle::wait_all() {
   return take_locked();
 }
 
+std::optional<Handle::Update> Handle::wait_all_for(std::chrono::milliseconds timeout) {
+  std::unique_lock l(mu_);
+  if (!cv_.wait_for(l, timeout, [&] { return done_; })) return std::nullopt;
+  return take_locked();
+}
+
 Handle::Update Handle::take_locked() {
   Update u;
   u.text = std::move(pending_);

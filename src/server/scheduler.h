@@ -66,6 +66,8 @@ class Handle {
   std::optional<Update> next(std::chrono::milliseconds timeout);
   // Blocks until done; returns all text.
   Update wait_all();
+  // The same, giving up after `timeout` (nullopt; the text stays pending).
+  std::optional<Update> wait_all_for(std::chrono::milliseconds timeout);
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
   Timings timings() const;

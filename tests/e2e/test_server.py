@@ -232,6 +232,33 @@ def test_disconnect_mid_stream_frees_slot():
     assert m["kvlab_kv_cache_usage_ratio"] == 0
 
 
+def test_disconnect_while_waiting_for_a_non_streaming_reply_frees_slot():
+    # Nothing is written before a non-streaming completion is done; the server
+    # must still notice the client leaving and cancel the request.
+    _, before = metrics()
+    body = json.dumps({"prompt": "Write a very long essay.", "max_tokens": 900, "temperature": 0.8,
+                       "ignore_eos": True}).encode()
+    host, port = URL.split("//")[1].split(":")
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    deadline = time.time() + 10
+    while time.time() < deadline and metrics()[1]["kvlab_requests_running"] != 1:
+        time.sleep(0.05)
+    assert metrics()[1]["kvlab_requests_running"] == 1
+    s.close()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        _, m = metrics()
+        if m["kvlab_requests_running"] == 0:
+            break
+        time.sleep(0.1)
+    assert m["kvlab_requests_running"] == 0
+    key = 'kvlab_requests_total{finish_reason="cancelled"}'
+    assert m[key] == before[key] + 1  # cut short, not run to its 900 tokens
+    assert m["kvlab_kv_cache_usage_ratio"] == 0
+
+
 # ---- errors ------------------------------------------------------------------
 
 def test_malformed_json():

@@ -103,12 +103,15 @@ TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
   auto a = sched.submit(r);
   ASSERT_TRUE(a);
   ASSERT_TRUE(a->next(10s));  // running
+  EXPECT_FALSE(a->wait_all_for(1ms));  // 100 tokens are not done yet; the text stays pending
   auto b = sched.submit(r);
   ASSERT_TRUE(b);
   EXPECT_FALSE(sched.submit(r));
   a->cancel();
   b->cancel();
-  EXPECT_EQ(a->wait_all().finish_reason, "cancelled");
+  const std::optional<server::Handle::Update> ua = a->wait_all_for(10s);
+  ASSERT_TRUE(ua);
+  EXPECT_EQ(ua->finish_reason, "cancelled");
   EXPECT_EQ(b->wait_all().finish_reason, "cancelled");
   EXPECT_EQ(sched.gauges().running, 0);
   EXPECT_NE(metrics.render().find("kvlab_requests_total{finish_reason=\"cancelled\"} 2"), std::string::npos);
