@@ -55,6 +55,19 @@ int positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max
 
 }  // namespace
 
+bool apply_arch_traits(Config& c) {
+  const ArchSpec* spec = find_arch(c.arch);
+  if (!spec) return false;
+  c.rope_order = spec->rope_order;
+  c.qkv_bias = spec->qkv_bias;
+  c.qk_norm = spec->qk_norm;
+  c.post_norms = spec->post_norms;
+  c.scale_embeddings = spec->scale_embeddings;
+  c.ffn_act = spec->ffn_act;
+  c.swa_pattern = spec->swa_pattern;
+  return true;
+}
+
 Config load_config(const gguf::File& f) {
   Config c;
   c.arch = f.require_string("general.architecture");
@@ -92,18 +105,10 @@ Config load_config(const gguf::File& f) {
   if (c.rope_dim % 2 != 0) throw Error(f.path() + ": rope.dimension_count must be even");
   c.rope_theta = float(f.get_float(p + "rope.freq_base").value_or(10000.0));
   if (!(c.rope_theta > 1.0f)) throw Error(f.path() + ": rope.freq_base must be > 1");
-  c.rope_order = spec->rope_order;
-  c.qkv_bias = spec->qkv_bias;
-  c.qk_norm = spec->qk_norm;
-  c.post_norms = spec->post_norms;
-  c.scale_embeddings = spec->scale_embeddings;
-  c.ffn_act = spec->ffn_act;
-  if (spec->swa_pattern > 0) {
-    if (auto w = f.get_int(p + "attention.sliding_window"); w && *w > 0) {
+  apply_arch_traits(c);
+  if (c.swa_pattern > 0)
+    if (auto w = f.get_int(p + "attention.sliding_window"); w && *w > 0)
       c.swa_window = positive(f, p + "attention.sliding_window", *w, 1 << 24);
-      c.swa_pattern = spec->swa_pattern;
-    }
-  }
   if (auto type = f.get_string(p + "rope.scaling.type"); type && *type != "none") {
     if (*type != "linear") throw Error(f.path() + ": rope scaling '" + *type + "' is not supported (linear is)");
     const double factor = f.get_float(p + "rope.scaling.factor").value_or(1.0);

@@ -67,6 +67,13 @@ namespace kvlab::gguf { class File; }
 
 namespace kvlab::model {
 
+// Sets what an architecture fixes (RoPE order, biases, gemma3's norms, GeGLU,
+// scaled embeddings, the local/global layer pattern) from c.arch; false when
+// kvlab does not know the architecture. The hyper-parameters, and the sliding
+// window size, are the caller's to set. Used by load_config and by the
+// simulator's model catalog and config.json import.
+bool apply_arch_traits(Config& c);
+
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
 // architectures kvlab runs (llama, qwen2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.

@@ -16,12 +16,12 @@ namespace kvlab::perf {
 namespace {
 
 using model::Config;
-using model::RopeOrder;
 
 Config make(const char* arch, const char* name, int layers, int embd, int ff, int heads, int kv_heads, int vocab,
-            int ctx, float theta, float eps, bool tied, RopeOrder order = RopeOrder::Normal) {
+            int ctx, float theta, float eps, bool tied) {
   Config c;
   c.arch = arch;
+  model::apply_arch_traits(c);
   c.name = name;
   c.n_layer = layers;
   c.n_embd = embd;
@@ -33,27 +33,37 @@ Config make(const char* arch, const char* name, int layers, int embd, int ff, in
   c.n_ctx_train = ctx;
   c.rope_dim = c.head_dim;
   c.rope_theta = theta;
-  c.rope_order = order;
   c.rms_eps = eps;
   c.tied_embeddings = tied;
   return c;
 }
 
+// Gemma 3 1B: 256-wide heads (not hidden_size / heads), 5 local layers of
+// 512 positions for each global one.
+Config gemma3_1b() {
+  Config c = make("gemma3", "Gemma-3-1B", 26, 1152, 6912, 4, 1, 262144, 32768, 1000000.f, 1e-6f, true);
+  c.head_dim = c.rope_dim = 256;
+  c.swa_window = 512;
+  return c;
+}
+
 // Values copied from each model's config.json on the Hugging Face Hub
 // (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
-// num_key_value_heads, vocab_size, max_position_embeddings, rope_theta,
-// rms_norm_eps, tie_word_embeddings).
-const std::array<ModelEntry, 8>& catalog() {
-  static const std::array<ModelEntry, 8> entries{{
+// num_key_value_heads, head_dim, vocab_size, max_position_embeddings,
+// rope_theta, rms_norm_eps, tie_word_embeddings, sliding_window).
+const std::array<ModelEntry, 10>& catalog() {
+  static const std::array<ModelEntry, 10> entries{{
       {"llama-3.1-8b", make("llama", "Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128256, 131072, 500000.f, 1e-5f, false),
        "Hugging Face meta-llama/Llama-3.1-8B config.json"},
       {"llama-2-7b", make("llama", "Llama-2-7B", 32, 4096, 11008, 32, 32, 32000, 4096, 10000.f, 1e-5f, false),
        "Hugging Face meta-llama/Llama-2-7b-hf config.json"},
       {"mistral-7b", make("llama", "Mistral-7B-v0.1", 32, 4096, 14336, 32, 8, 32000, 32768, 10000.f, 1e-5f, false),
        "Hugging Face mistralai/Mistral-7B-v0.1 config.json (sliding window 4096 not modelled)"},
-      {"qwen2.5-7b",
-       make("qwen2", "Qwen2.5-7B", 28, 3584, 18944, 28, 4, 152064, 131072, 1000000.f, 1e-6f, false, RopeOrder::NeoX),
-       "Hugging Face Qwen/Qwen2.5-7B config.json (Q/K/V biases, 0.01% of FLOPs, not modelled)"},
+      {"qwen2.5-7b", make("qwen2", "Qwen2.5-7B", 28, 3584, 18944, 28, 4, 152064, 131072, 1000000.f, 1e-6f, false),
+       "Hugging Face Qwen/Qwen2.5-7B config.json"},
+      {"qwen2.5-0.5b", make("qwen2", "Qwen2.5-0.5B", 24, 896, 4864, 14, 2, 151936, 32768, 1000000.f, 1e-6f, true),
+       "Hugging Face Qwen/Qwen2.5-0.5B config.json"},
+      {"gemma-3-1b", gemma3_1b(), "Hugging Face google/gemma-3-1b-pt config.json"},
       {"llama-3.1-70b", make("llama", "Llama-3.1-70B", 80, 8192, 28672, 64, 8, 128256, 131072, 500000.f, 1e-5f, false),
        "Hugging Face meta-llama/Llama-3.1-70B config.json"},
       {"smollm2-135m", make("llama", "SmolLM2-135M", 30, 576, 1536, 9, 3, 49152, 8192, 100000.f, 1e-5f, true),
@@ -157,9 +167,12 @@ Config parse_hf_config(std::string_view json_text, std::string_view origin) {
     if (!j["tie_word_embeddings"].is_boolean()) field_error(origin, "tie_word_embeddings", "must be true or false");
     c.tied_embeddings = j["tie_word_embeddings"].get<bool>();
   }
-  // Architectures that pair rotary dimensions (i, i + d/2).
-  if (c.arch == "qwen2" || c.arch == "gemma" || c.arch == "gemma2" || c.arch == "gpt_neox")
+  // The traits of the architectures kvlab runs (HF calls gemma3's text model
+  // gemma3_text); of the others, those that pair rotary dimensions (i, i + d/2).
+  if (c.arch == "gemma3_text") c.arch = "gemma3";
+  if (!model::apply_arch_traits(c) && (c.arch == "gemma" || c.arch == "gemma2" || c.arch == "gpt_neox"))
     c.rope_order = model::RopeOrder::NeoX;
+  if (c.swa_pattern > 0 && present(j, "sliding_window")) c.swa_window = required_int(j, origin, "sliding_window");
   validate_config(c, origin);
   return c;
 }

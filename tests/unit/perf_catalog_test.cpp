@@ -9,6 +9,7 @@
 #include "common/scratch_dir.h"
 #include "perf/hardware.h"
 #include "perf/hw_profile.h"
+#include "perf/cost.h"
 #include "perf/model_catalog.h"
 
 namespace kvlab::perf {
@@ -150,7 +151,7 @@ TEST(PerfHwProfile, ThisMachineComesFromTheProfile) {
 
 TEST(PerfModels, CatalogHasTheRequiredModels) {
   for (const char* id : {"llama-3.1-8b", "llama-2-7b", "mistral-7b", "qwen2.5-7b", "llama-3.1-70b", "smollm2-135m",
-                         "smollm2-360m", "smollm2-1.7b"}) {
+                         "smollm2-360m", "smollm2-1.7b", "qwen2.5-0.5b", "gemma-3-1b"}) {
     const ResolvedModel m = resolve_model(id);
     EXPECT_FALSE(m.source.empty()) << id;
     EXPECT_NO_THROW(validate_config(m.config, id));
@@ -193,6 +194,27 @@ TEST(PerfModels, HfConfigJsonMatchesTheCatalogEntry) {
   const std::string path = dir.file("config.json");
   std::ofstream(path) << kHfConfig;
   EXPECT_EQ(resolve_model(path).config.n_ff, 14336);
+}
+
+// gemma3's text config: the architecture's traits and its sliding window;
+// then it costs what the catalog's Gemma 3 1B costs.
+TEST(PerfModels, HfGemma3ConfigGetsTheArchitectureTraits) {
+  const model::Config c = parse_hf_config(R"({
+    "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+    "max_position_embeddings": 32768, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
+    "sliding_window": 512, "sliding_window_pattern": 6, "tie_word_embeddings": true})",
+                                          "config.json");
+  EXPECT_EQ(c.arch, "gemma3");
+  EXPECT_TRUE(c.qk_norm && c.post_norms && c.scale_embeddings);
+  EXPECT_EQ(c.ffn_act, model::FfnAct::GeluTanh);
+  EXPECT_EQ(c.swa_window, 512);
+  EXPECT_TRUE(c.is_swa(0) && !c.is_swa(5));
+  EXPECT_DOUBLE_EQ(param_count(c).total(), param_count(resolve_model("gemma-3-1b").config).total());
+  EXPECT_TRUE(parse_hf_config(R"({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+    "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936})",
+                              "config.json")
+                  .qkv_bias);
 }
 
 TEST(PerfModels, HfConfigErrorsNameTheField) {

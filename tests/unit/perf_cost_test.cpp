@@ -168,6 +168,23 @@ TEST(PerfCost, ParameterCountsMatchThePublishedOnes) {
   const ParamCount smol = param_count(resolve_model("smollm2-135m").config);
   EXPECT_DOUBLE_EQ(smol.lm_head, 0.0);
   EXPECT_NEAR(smol.total() / 1e6, 134.5, 0.5);
+  // Q/K/V biases (qwen2) and gemma3's QK and post norms, 256-wide heads:
+  // the model cards' exact counts.
+  EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen2.5-7b").config).total(), 7615616512.0);
+  EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen2.5-0.5b").config).total(), 494032768.0);
+  EXPECT_DOUBLE_EQ(param_count(resolve_model("gemma-3-1b").config).total(), 999885952.0);
+}
+
+// Gemma 3 1B at decode position 8191: its 4 global layers (5, 11, 17, 23)
+// read all 8192 cached positions, its 22 local ones the last 512.
+TEST(PerfCost, Gemma3DecodeReadsOnlyTheWindowInLocalLayers) {
+  const model::Config g = resolve_model("gemma-3-1b").config;
+  Pass p;
+  p.new_tokens = 1;
+  p.past = 8191;
+  p.kv_bytes = 2.0;
+  const double kvd = 256;  // 1 KV head of 256
+  EXPECT_DOUBLE_EQ(forward_cost(g, p)[Op::Scores].kv_bytes, (4 * 8192.0 + 22 * 512.0) * kvd * 2.0);
 }
 
 TEST(PerfCost, KvBytesPerTokenGqaAgainstMha) {
