@@ -18,7 +18,8 @@
 namespace kvlab::model {
 
 // One token to process: it is written to the KV cache of `seq` at `pos` and
-// attends to positions [0, pos] of that sequence.
+// attends to positions [0, pos] of that sequence (Config::first_visible .. pos
+// in a sliding-window layer).
 struct BatchEntry {
   int32_t token = 0;
   int32_t pos = 0;

@@ -111,6 +111,30 @@ TEST(GoldenGeneration, Gemma3GraftMatchesLlamaCppExactly) {
   check_graft("stories260K-gemma3", test::gemma3_graft(gguf::File::open(test::kStories), test::kGemma3GraftWindow));
 }
 
+// gemma3.final_logit_softcapping: logits become c·tanh(logits / c).
+TEST(GoldenGeneration, Gemma3SoftCapBendsTheLogits) {
+  test::ScratchDir dir;
+  const gguf::File stories = gguf::File::open(test::kStories);
+  const std::string plain = dir.file("plain.gguf"), capped = dir.file("capped.gguf");
+  test::gemma3_graft(stories, test::kGemma3GraftWindow).write(plain);
+  gguf::Writer w = test::gemma3_graft(stories, test::kGemma3GraftWindow);
+  const float cap = 5.0f;
+  w.set_f32("gemma3.final_logit_softcapping", cap);
+  w.write(capped);
+  const auto a = model::Model::load(plain), b = model::Model::load(capped);
+  engine::SessionOptions o;
+  o.n_ctx = 64;
+  engine::Session sa(*a, o), sb(*b, o);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const std::span<const float> la = sa.prefill(prompt), lb = sb.prefill(prompt);
+  float top = 0;
+  for (size_t i = 0; i < la.size(); ++i) {
+    ASSERT_NEAR(lb[i], cap * std::tanh(la[i] / cap), 1e-5) << i;
+    top = std::max(top, std::fabs(la[i]));
+  }
+  EXPECT_GT(top, cap);  // the cap did bend some logits
+}
+
 // With zero biases the graft is the same network as stories260K under qwen2's
 // RoPE order: the logits agree up to summation order (the dimensions of a
 // head are visited in another order in q·k).
