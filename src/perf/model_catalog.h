@@ -23,7 +23,7 @@ struct ResolvedModel {
   std::string id;  // catalog id or the path given
   model::Config config;
   std::string source;
-  // Average bits per weight stored in a GGUF file (file size · 8 / parameters);
+  // Average bits per weight stored in a GGUF file (tensor bytes · 8 / parameters);
   // absent for catalog entries and config.json, whose weight format is chosen
   // on the command line.
   std::optional<double> file_bits_per_weight;

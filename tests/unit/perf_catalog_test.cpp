@@ -196,6 +196,14 @@ TEST(PerfModels, HfConfigJsonMatchesTheCatalogEntry) {
   EXPECT_EQ(resolve_model(path).config.n_ff, 14336);
 }
 
+// A GGUF's bits per weight come from its tensors, not its file size: the
+// f32 stories260K (1.19 MB file, 0.29 M parameters) is 32 bits, not 32.4.
+TEST(PerfModels, GgufBitsPerWeightAreTheTensors) {
+  const ResolvedModel m = resolve_model(std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf");
+  ASSERT_TRUE(m.file_bits_per_weight);
+  EXPECT_DOUBLE_EQ(*m.file_bits_per_weight, 32.0);
+}
+
 // gemma3's text config: the architecture's traits and its sliding window;
 // then it costs what the catalog's Gemma 3 1B costs.
 TEST(PerfModels, HfGemma3ConfigGetsTheArchitectureTraits) {
