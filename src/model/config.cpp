@@ -1,7 +1,6 @@
 #include "model/config.h"
 
 #include <array>
-#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -117,11 +116,6 @@ Config load_config(const gguf::File& f) {
   }
   c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(0.0));
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
-  // The query scale is 1/sqrt(head_dim), except for Gemma 3 27B (62 layers),
-  // which was trained with 1/sqrt(n_embd / n_head) (gemma_pytorch's
-  // query_pre_attn_scalar, as llama.cpp applies it).
-  c.attn_scale = c.arch == "gemma3" && c.n_layer == 62 ? 1.0f / std::sqrt(float(c.n_embd / c.n_head))
-                                                       : 1.0f / std::sqrt(float(c.head_dim));
   c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
   if (!(c.rms_eps > 0.f && c.rms_eps < 1.f)) throw Error(f.path() + ": layer_norm_rms_epsilon out of range");
 

@@ -2,6 +2,7 @@
 // Shared by the forward pass, the KV cache and perf::Cost, so that measured and
 // predicted FLOPs/bytes come from the same numbers.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -34,7 +35,6 @@ struct Config {
   float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;  // no output.weight: logits use token_embd
   bool qkv_bias = false;       // blk.N.attn_{q,k,v}.bias are added after the projections (qwen2)
-  float attn_scale = 0.f;      // q·k is multiplied by this: 1/sqrt(head_dim), see load_config
 
   // gemma3 (Gemma Team 2025); all off for llama and qwen2.
   bool qk_norm = false;           // RMSNorm of each Q and K head before RoPE (blk.N.attn_{q,k}_norm)
@@ -53,6 +53,12 @@ struct Config {
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
   int gqa_group() const { return n_head / n_head_kv; }
+  // q·k is multiplied by this: 1/sqrt(head_dim), except for Gemma 3 27B
+  // (62 layers), trained with 1/sqrt(n_embd / n_head) (gemma_pytorch's
+  // query_pre_attn_scalar, as llama.cpp applies it).
+  float attn_scale() const {
+    return 1.0f / std::sqrt(float(arch == "gemma3" && n_layer == 62 ? n_embd / n_head : head_dim));
+  }
   // A local (sliding-window) layer: all but every swa_pattern-th one.
   bool is_swa(int layer) const {
     return swa_window > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;

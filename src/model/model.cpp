@@ -95,7 +95,7 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   // Causal attention: token t at position p sees cache positions 0..p of its
   // sequence (in a local layer, the last swa_window of them). The G = n_head / n_head_kv query heads of KV head g are
   // g*G .. g*G+G-1 (grouped-query attention) and go together.
-  const float scale = c.attn_scale;
+  const float scale = c.attn_scale();
   const int G = c.gqa_group(), n_kv = c.n_head_kv;
   auto view = [&](const BatchEntry& e, size_t g) {
     kernels::KvView kv;

@@ -340,7 +340,7 @@ TEST(GgufModel, Gemma3KeysAndTensors) {
     EXPECT_TRUE(c.is_swa(0) && c.is_swa(1) && c.is_swa(2));  // pattern 6: layers 5, 11, .. are global
     EXPECT_EQ(c.first_visible(0, 15), 0);
     EXPECT_EQ(c.first_visible(0, 16), 1);
-    EXPECT_FLOAT_EQ(c.attn_scale, 0.25f);  // 1/sqrt(head_dim 16)
+    EXPECT_FLOAT_EQ(c.attn_scale(), 0.25f);  // 1/sqrt(head_dim 16)
   }
   auto yarn = test::gemma3_graft(f, 16);
   yarn.set_string("gemma3.rope.scaling.type", "yarn");
