@@ -1,11 +1,14 @@
 // kvlab quantize: re-encode a model's weights, so decode speed can be watched
 // following bytes per weight while prefill speed does not.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
 #include "gguf/convert.h"
+#include "tensor/dtype.h"
 #include "model/config.h"
 
 namespace kvlab::cli {
@@ -22,10 +25,20 @@ void quantize(const QuantizeOptions& o) {
   const gguf::File in = gguf::File::open(o.in);
   model::load_config(in);  // refuse files that are not a model kvlab can run
   const auto st = gguf::convert_file(in, o.out, *target);
+  const auto& info = tensor::dtype_info(*target);
   std::printf("%s -> %s: %llu of %llu tensors re-encoded as %s, %s -> %s (%.2f bits/weight for matrices)\n",
               o.in.c_str(), o.out.c_str(), (unsigned long long)st.converted, (unsigned long long)st.tensors,
               o.type.c_str(), human_bytes(double(st.bytes_in)).c_str(), human_bytes(double(st.bytes_out)).c_str(),
-              tensor::dtype_info(*target).bits_per_weight());
+              info.bits_per_weight());
+  if (st.fallback)
+    std::printf("%llu matrices have rows that are not a whole number of %zu-weight blocks: written as %s\n",
+                (unsigned long long)st.fallback, info.block_size, std::string(tensor::dtype_info(*info.fallback).name).c_str());
+}
+
+std::vector<std::string> dtype_names() {
+  std::vector<std::string> names;
+  for (const auto& info : tensor::all_dtypes()) names.emplace_back(info.name);
+  return names;
 }
 
 }  // namespace
@@ -36,7 +49,7 @@ void add_quantize_command(CLI::App& root) {
   app->add_option("IN", o->in, "input GGUF model")->required();
   app->add_option("OUT", o->out, "output GGUF file (written atomically)")->required();
   app->add_option("--type", o->type, "target format")->required()
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"}));
+      ->check(CLI::IsMember(dtype_names()));
   app->callback([o] { quantize(*o); });
 }
 

@@ -49,9 +49,8 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
   if (!profile) return a;
 
   bool quantized = false;
-  for (const auto& l : m.weights().layers) quantized |= l.wq.dtype == tensor::DType::Q4_0 ||
-                                                       l.wq.dtype == tensor::DType::Q4_1 ||
-                                                       l.wq.dtype == tensor::DType::Q8_0;
+  // Block formats run integer dot products (dot.h); plain floats run FMAs.
+  for (const auto& l : m.weights().layers) quantized |= tensor::dtype_info(l.wq.dtype).block_size > 1;
   Peaks pk;
   // Peaks scale with cores; the profile holds all-core figures.
   const double core_share = profile->threads > 0 ? std::min(1.0, double(threads) / profile->threads) : 1.0;

@@ -16,6 +16,11 @@ uint32_t file_type(tensor::DType t) {
     case tensor::DType::Q4_0: return 2;
     case tensor::DType::Q4_1: return 3;
     case tensor::DType::Q8_0: return 7;
+    case tensor::DType::Q5_0: return 8;
+    case tensor::DType::Q5_1: return 9;
+    case tensor::DType::Q4_K: return 14;  // the "_S" mixes: K-quant wherever rows allow
+    case tensor::DType::Q5_K: return 16;
+    case tensor::DType::Q6_K: return 18;
     case tensor::DType::BF16: return 32;
   }
   return 0;
@@ -46,8 +51,11 @@ ConvertStats convert_file(const File& in, const std::string& out_path, tensor::D
     st.bytes_in += t.n_bytes;
     const bool matrix = t.dims.size() >= 2;
     const auto& from = tensor::dtype_info(t.dtype);
-    const tensor::DTypeInfo& dst = matrix ? to : tensor::dtype_info(tensor::DType::F32);
     const uint64_t cols = t.dims[0], rows = t.rows();
+    const bool use_fallback = matrix && cols % to.block_size != 0 && to.fallback;
+    const tensor::DTypeInfo& dst =
+        !matrix ? tensor::dtype_info(tensor::DType::F32) : use_fallback ? tensor::dtype_info(*to.fallback) : to;
+    st.fallback += use_fallback;
     const auto out_row = tensor::row_bytes(dst.type, cols);
     if (!out_row)
       throw Error(in.path() + ": tensor '" + t.name + "' rows of " + std::to_string(cols) + " cannot be stored as " +

@@ -13,11 +13,13 @@ namespace kvlab::gguf {
 
 struct ConvertStats {
   uint64_t tensors = 0, converted = 0;
+  uint64_t fallback = 0;  // matrices written in the target's fallback format
   uint64_t bytes_in = 0, bytes_out = 0;
 };
 
-// Throws kvlab::Error when a matrix row is not a whole number of target
-// blocks, or on I/O failure (the output is written atomically).
+// A matrix whose rows are not a whole number of target blocks is written in
+// the target's fallback format (DTypeInfo::fallback). Throws kvlab::Error
+// when there is none, or on I/O failure (the output is written atomically).
 ConvertStats convert_file(const File& in, const std::string& out_path, tensor::DType target,
                           const std::function<void(const std::string& tensor)>& progress = {});
 

@@ -14,6 +14,7 @@ size_t act_row_bytes(ActFormat f, size_t n) {
     case ActFormat::BF16: return n * 2;
     case ActFormat::Q8_0: return n / tensor::kQK * sizeof(tensor::BlockQ8_0);
     case ActFormat::Q8_1: return n / tensor::kQK * sizeof(tensor::BlockQ8_1);
+    case ActFormat::Q8_K: return n / tensor::kQK_K * sizeof(tensor::BlockQ8_K);
   }
   return 0;
 }

@@ -9,10 +9,17 @@
 //   q8_0     q8_0         d_w*d_x * sum(q_w*q_x)
 //   q4_0     q8_0         d_w*d_x * sum((q_w-8)*q_x)
 //   q4_1     q8_1         d_w*d_x * sum(q_w*q_x) + m_w*s_x
+//   q5_0     q8_0         d_w*d_x * sum((q_w-16)*q_x)
+//   q5_1     q8_1         d_w*d_x * sum(q_w*q_x) + m_w*s_x
+//
+//   per 256-super-block, j over sub-blocks, bsum_j = sum of q_x over j:
+//   q4_k/q5_k q8_k        d_w*d_x * sum_j sc_j*sum(q_w*q_x) - dmin_w*d_x * sum_j m_j*bsum_j
+//   q6_k     q8_k         d_w*d_x * sum_j sc_j*sum((q_w-32)*q_x)
 //
 // The scalar set is the reference and the test oracle; SIMD sets must agree
 // with it to float rounding (integer sums are exact, only the order of the
-// float accumulation differs).
+// float accumulation differs). The K-quant kernels do their float operations
+// once per super-block, in the reference's order, so they equal it bit for bit.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +29,7 @@
 
 namespace kvlab::kernels {
 
-enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1 };
+enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
 
 struct DotKernel {
   ActFormat act;
@@ -66,6 +73,9 @@ inline const DotKernel& dot_kernel(tensor::DType weight) { return dot_kernel(wei
 
 // Per-ISA tables (nullptr entries fall back to the scalar kernel).
 namespace scalar { const DotKernel* find(tensor::DType w); }
-namespace avx2 { const DotKernel* find(tensor::DType w); }
+namespace avx2 {
+const DotKernel* find(tensor::DType w);
+const DotKernel* find_kquant(tensor::DType w);  // Q4_K, Q5_K, Q6_K
+}  // namespace avx2
 
 }  // namespace kvlab::kernels

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/dot.h"
+#include "kernels/dot_shapes.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
 #include "tensor/half.h"
@@ -178,24 +179,45 @@ struct Q4_1Kind {
   static __m128 scales(const BlockQ8_1& b) { return half_pair(&b.d); }
 };
 
-template <class K, int NR, int NT>
-void kernel(const void* w, size_t w_stride, const void* a, size_t a_stride, size_t n, float* out) {
-  dot_blocks<NR, NT, K>(static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(a), a_stride, n, out);
+// Q5's fifth bits: bit j of the 32-bit qh as 0x10 in byte lane j, matching
+// unpack_nibbles' element order. Each lane picks qh's byte j / 8 and tests bit j % 8.
+inline __m256i q5_high_bits(const uint8_t qh[4]) {
+  uint32_t h;
+  std::memcpy(&h, qh, sizeof h);
+  const __m256i byte_of_lane = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  const __m256i bit_of_lane = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+  const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(h)), byte_of_lane), bit_of_lane);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit_of_lane), _mm256_set1_epi8(0x10));
 }
+struct Q5_0Kind {
+  using W = BlockQ5_0;
+  using A = BlockQ8_0;
+  static constexpr bool kOffset = false;
+  static __m256i unpack(const W& b) {
+    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(b.qs), q5_high_bits(b.qh)), _mm256_set1_epi8(16));
+  }
+  static __m256 product(__m256i x, __m256i y) { return dot_i8_i8(x, y); }
+  static __m128 scales(const BlockQ5_0& b) { return half_one(b.d); }
+  static __m128 scales(const BlockQ8_0& b) { return half_one(b.d); }
+};
+// u5 x s8 pairs: at most 2*31*127 = 7874 per vpmaddubsw lane.
+struct Q5_1Kind {
+  using W = BlockQ5_1;
+  using A = BlockQ8_1;
+  static constexpr bool kOffset = true;
+  static __m256i unpack(const W& b) { return _mm256_or_si256(unpack_nibbles(b.qs), q5_high_bits(b.qh)); }
+  static __m256 product(__m256i x, __m256i y) { return dot_u8_i8(x, y); }
+  static __m128 scales(const BlockQ5_1& b) { return half_pair(&b.d); }
+  static __m128 scales(const BlockQ8_1& b) { return half_pair(&b.d); }
+};
+
 template <class K>
-float dot_1x1(const void* w, const void* a, size_t n) {
-  float r;
-  kernel<K, 1, 1>(w, 0, a, 0, n, &r);
-  return r;
-}
-template <class K>
-void dot_1x4(const void* w, const void* a, size_t a_stride, size_t n, float* out) {
-  kernel<K, 1, 4>(w, 0, a, a_stride, n, out);
-}
-template <class K>
-void dot_4x1(const void* w, size_t w_stride, const void* a, size_t n, float* out) {
-  kernel<K, 4, 1>(w, w_stride, a, 0, n, out);
-}
+struct Tiles {
+  template <int NR, int NT>
+  static void run(const void* w, size_t w_stride, const void* a, size_t a_stride, size_t n, float* out) {
+    dot_blocks<NR, NT, K>(static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(a), a_stride, n, out);
+  }
+};
 
 // ---- rows of 8 (kernels/rows8.h) -------------------------------------------
 // One column block of a group holds the 8 rows' f16 headers, then their quant
@@ -405,12 +427,14 @@ void quantize_f16(const float* x, void* out, size_t n) {
 
 const DotKernel kF16{ActFormat::F16, quantize_f16, dot_f16, dot4_by_rows<dot_f16>, rows4_by_rows<dot_f16>};
 const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_bf16, dot4_by_rows<dot_bf16>, rows4_by_rows<dot_bf16>};
-const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q8_0Kind>, dot_1x4<Q8_0Kind>, dot_4x1<Q8_0Kind>,
+const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q8_0Kind>>, dot_1x4<Tiles<Q8_0Kind>>, dot_4x1<Tiles<Q8_0Kind>>,
                       rows8<Q8_0Rows8>};
-const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Q4_0Kind>, dot_1x4<Q4_0Kind>, dot_4x1<Q4_0Kind>,
+const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q4_0Kind>>, dot_1x4<Tiles<Q4_0Kind>>, dot_4x1<Tiles<Q4_0Kind>>,
                       rows8<Q4_0Rows8>};
-const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Q4_1Kind>, dot_1x4<Q4_1Kind>, dot_4x1<Q4_1Kind>,
+const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Tiles<Q4_1Kind>>, dot_1x4<Tiles<Q4_1Kind>>, dot_4x1<Tiles<Q4_1Kind>>,
                       rows8<Q4_1Rows8>};
+const DotKernel kQ5_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q5_0Kind>>, dot_1x4<Tiles<Q5_0Kind>>, dot_4x1<Tiles<Q5_0Kind>>};
+const DotKernel kQ5_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Tiles<Q5_1Kind>>, dot_1x4<Tiles<Q5_1Kind>>, dot_4x1<Tiles<Q5_1Kind>>};
 
 }  // namespace
 
@@ -422,8 +446,10 @@ const DotKernel* find(DType w) {
     case DType::Q8_0: return &kQ8_0;
     case DType::Q4_0: return &kQ4_0;
     case DType::Q4_1: return &kQ4_1;
+    case DType::Q5_0: return &kQ5_0;
+    case DType::Q5_1: return &kQ5_1;
+    default: return find_kquant(w);  // dot_kquants_avx2.cpp
   }
-  return nullptr;
 }
 
 }  // namespace kvlab::kernels::avx2

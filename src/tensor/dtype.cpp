@@ -16,6 +16,11 @@ constexpr std::array kTable = {
     DTypeInfo{DType::Q8_0, "q8_0", kQK, sizeof(BlockQ8_0), dequantize_row_q8_0, quantize_row_q8_0},
     DTypeInfo{DType::Q4_0, "q4_0", kQK, sizeof(BlockQ4_0), dequantize_row_q4_0, quantize_row_q4_0},
     DTypeInfo{DType::Q4_1, "q4_1", kQK, sizeof(BlockQ4_1), dequantize_row_q4_1, quantize_row_q4_1},
+    DTypeInfo{DType::Q5_0, "q5_0", kQK, sizeof(BlockQ5_0), dequantize_row_q5_0, quantize_row_q5_0},
+    DTypeInfo{DType::Q5_1, "q5_1", kQK, sizeof(BlockQ5_1), dequantize_row_q5_1, quantize_row_q5_1},
+    DTypeInfo{DType::Q4_K, "q4_k", kQK_K, sizeof(BlockQ4_K), dequantize_row_q4_k, quantize_row_q4_k, DType::Q5_0},
+    DTypeInfo{DType::Q5_K, "q5_k", kQK_K, sizeof(BlockQ5_K), dequantize_row_q5_k, quantize_row_q5_k, DType::Q5_1},
+    DTypeInfo{DType::Q6_K, "q6_k", kQK_K, sizeof(BlockQ6_K), dequantize_row_q6_k, quantize_row_q6_k, DType::Q8_0},
 };
 
 }  // namespace
@@ -37,6 +42,8 @@ std::optional<DType> parse_dtype(std::string_view name) {
     if (info.name == name) return info.type;
   return std::nullopt;
 }
+
+std::span<const DTypeInfo> all_dtypes() { return kTable; }
 
 std::optional<size_t> row_bytes(DType t, uint64_t n) {
   const DTypeInfo& info = dtype_info(t);

@@ -19,6 +19,7 @@
 #include "common/arch_graft.h"
 #include "common/scratch_dir.h"
 #include "common/tiny_model.h"
+#include "tensor/blocks.h"
 #include "engine/session.h"
 #include "common/error.h"
 #include "sample/sampler.h"
@@ -108,11 +109,11 @@ TEST(KvCacheEquivalence, Gemma3Graft64Tokens) {
 // Synthetic models cover shapes the real ones do not: tied embeddings,
 // multi-head (no GQA), every weight format, odd thread counts.
 TEST(KvCacheEquivalence, SyntheticModelsEveryFormat) {
-  for (auto wt : {tensor::DType::F32, tensor::DType::F16, tensor::DType::BF16, tensor::DType::Q8_0,
-                  tensor::DType::Q4_0, tensor::DType::Q4_1}) {
+  for (const auto& info : tensor::all_dtypes()) {
     for (bool mha : {false, true}) {
       test::TinySpec s;
-      s.wtype = wt;
+      s.wtype = info.type;
+      if (info.block_size == tensor::kQK_K) s.n_embd = 256, s.n_ff = 512;  // whole K-quant super-blocks
       s.tied = mha;
       s.n_head_kv = mha ? 4 : 2;
       const auto bytes = test::tiny_llama(s).serialize();

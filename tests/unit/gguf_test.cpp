@@ -171,9 +171,9 @@ Entry entry(const std::vector<uint8_t>& b, const std::string& name, size_t n_dim
 
 TEST(Gguf, UnknownDtype) {
   auto b = small_file();
-  const uint32_t bad = 12;  // Q4_K: a real GGML type kvlab does not (yet) support
+  const uint32_t bad = 11;  // Q3_K: a real GGML type kvlab does not support
   std::memcpy(&b[entry(b, "t0", 2).dtype], &bad, 4);
-  EXPECT_EQ(error_of(b), "x.gguf: tensor 't0' has unknown or unsupported dtype 12");
+  EXPECT_EQ(error_of(b), "x.gguf: tensor 't0' has unknown or unsupported dtype 11");
 }
 
 TEST(Gguf, ShapeThatDoesNotMatchTheBlockSize) {

@@ -2,7 +2,10 @@
 // definitions (blocks.h), plus round-trip error bounds on random data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <random>
 
 #include "tensor/blocks.h"
@@ -119,28 +122,139 @@ TEST_P(CodecRoundTrip, ErrorWithinHalfAStep) {
         case DType::Q8_0: step = amax / 127.f; break;
         case DType::Q4_0: step = amax / 8.f; break;
         case DType::Q4_1: step = (hi - lo) / 15.f; break;
+        case DType::Q5_0: step = amax / 16.f; break;
+        case DType::Q5_1: step = (hi - lo) / 31.f; break;
+        default: FAIL() << info.name << ": K-quants have their own test";
       }
+      // Q4_0 / Q5_0 map the extreme element to -8 (-16) exactly, so the
+      // opposite extreme is clamped at +7 (+15) and may be off by a whole step.
+      const bool symmetric = info.type == DType::Q4_0 || info.type == DType::Q5_0;
       for (size_t j = b; j < b + 32; ++j)
-        // Q4_0 maps the extreme element to -8 exactly, so the opposite extreme
-        // is clamped at +7 and may be off by a whole step.
-        ASSERT_LE(std::fabs(x[j] - y[j]), step * (info.type == DType::Q4_0 ? 1.0f : 0.5f) + amax * 2e-3f) << info.name << " n=" << n << " j=" << j;
+        ASSERT_LE(std::fabs(x[j] - y[j]), step * (symmetric ? 1.0f : 0.5f) + amax * 2e-3f) << info.name << " n=" << n << " j=" << j;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, CodecRoundTrip,
-                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1),
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                                           DType::Q5_0, DType::Q5_1),
                          [](const auto& p) { return std::string(dtype_info(p.param).name); });
+
+TEST(Codecs, Q5_0KnownBlockIsExact) {
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = float(j - 16) * 0.5f;  // -8..7.5, extreme -8: d = 0.5
+  BlockQ5_0 b;
+  quantize_row_q5_0(x, &b, 32);
+  EXPECT_EQ(f16_to_f32(b.d), 0.5f);
+  EXPECT_EQ(b.qs[1], 0x11);  // q[1] = 1, q[17] = 17: low bits 1 and 1
+  const uint32_t qh = uint32_t(b.qh[0]) | uint32_t(b.qh[1]) << 8 | uint32_t(b.qh[2]) << 16 | uint32_t(b.qh[3]) << 24;
+  EXPECT_EQ(qh, 0xFFFF0000u);  // q >= 16 exactly for elements 16..31
+  float y[32];
+  dequantize_row_q5_0(&b, y, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], x[j]);
+}
+
+// x = sc_j * q - m_j with d = dmin = 1 (some sub-block has scale 63 and some
+// minimum 63, the six-bit maximum): every value is on the grid and the
+// quantizer must find it, including the scales >= 16 of sub-blocks 4..7 whose
+// top bits go to the spare bits of the first eight scale bytes.
+TEST(Codecs, Q4_KAndQ5_KKnownSuperBlocksAreExact) {
+  const int sc[8] = {63, 1, 7, 20, 33, 17, 48, 5}, mn[8] = {0, 63, 2, 40, 9, 16, 31, 60};
+  for (const int nmax : {15, 31}) {
+    float x[kQK_K];
+    for (int l = 0; l < kQK_K; ++l) x[l] = float(sc[l / 32] * ((l * 7) % (nmax + 1)) - mn[l / 32]);
+    for (int j = 0; j < 8; ++j) x[32 * j] = float(-mn[j]), x[32 * j + 1] = float(sc[j] * nmax - mn[j]);  // full range
+    const DType t = nmax == 15 ? DType::Q4_K : DType::Q5_K;
+    const DTypeInfo& info = dtype_info(t);
+    std::vector<uint8_t> q(info.block_bytes);
+    info.quantize(x, q.data(), kQK_K);
+    const uint8_t* scales = q.data() + 4;  // after d and dmin in both layouts
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(kquant_scale_min(scales, j).scale, sc[j]) << info.name << " j=" << j;
+      EXPECT_EQ(kquant_scale_min(scales, j).min, mn[j]) << info.name << " j=" << j;
+    }
+    float y[kQK_K];
+    info.dequantize(q.data(), y, kQK_K);
+    for (int l = 0; l < kQK_K; ++l) ASSERT_EQ(y[l], x[l]) << info.name << " l=" << l;
+  }
+}
+
+TEST(Codecs, Q6_KKnownSuperBlockIsExact) {
+  // Sub-block i holds scale s_i * (q - 32) with its extreme at q = 0 and the
+  // largest |s_i| = 127 so d = 1.
+  const int s[16] = {127, -3, 5, 60, -127, 1, 2, 90, -45, 11, 64, 100, -7, 33, 17, 8};
+  float x[kQK_K];
+  for (int l = 0; l < kQK_K; ++l) x[l] = float(s[l / 16] * ((l * 5) % 64 - 32));
+  for (int i = 0; i < 16; ++i) x[16 * i] = float(s[i] * -32);
+  BlockQ6_K b;
+  quantize_row_q6_k(x, &b, kQK_K);
+  EXPECT_EQ(f16_to_f32(b.d), 1.0f);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(b.scales[i], s[i]) << i;
+  float y[kQK_K];
+  dequantize_row_q6_k(&b, y, kQK_K);
+  for (int l = 0; l < kQK_K; ++l) ASSERT_EQ(y[l], x[l]) << l;
+}
+
+// Random rows whose scale varies between sub-blocks (as real weight rows'
+// do): every weight within two steps of its sub-block's range (the fitted
+// grid may clip an outlier to lower the error of the rest; a wrong bit
+// layout is off by the whole range),
+// and the per-sub-block scales pay off: Q4_K's relative RMS error is below
+// Q4_0's at the same 4.5 bits per weight, Q5_K's below Q5_0's at 5.5, and
+// Q6_K's below Q5_K's.
+TEST(Codecs, KQuantRoundTripBeatsLegacyBlocksOfTheirSize) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const size_t n = 64 * kQK_K;
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = nd(rng) * (1.f + float(i % 512) / 64.f);
+  std::map<DType, double> rel;
+  for (const DType t : {DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_K, DType::Q6_K}) {
+    const DTypeInfo& info = dtype_info(t);
+    std::vector<float> y(n);
+    std::vector<uint8_t> q(n / info.block_size * info.block_bytes);
+    info.quantize(x.data(), q.data(), n);
+    info.dequantize(q.data(), y.data(), n);
+    const int sub = t == DType::Q6_K ? 16 : 32;
+    const float levels = t == DType::Q4_0 || t == DType::Q4_K ? 15.f : t == DType::Q6_K ? 63.f : 31.f;
+    double err2 = 0, ref2 = 0;
+    for (size_t s0 = 0; s0 < n; s0 += size_t(sub)) {
+      const auto [lo, hi] = std::minmax_element(&x[s0], &x[s0 + size_t(sub)]);
+      const float step = (std::max(*hi, 0.f) - std::min(*lo, 0.f)) / levels;
+      for (size_t i = s0; i < s0 + size_t(sub); ++i) {
+        ASSERT_LE(std::fabs(x[i] - y[i]), 2 * step) << info.name << " i=" << i;
+        err2 += double(x[i] - y[i]) * (x[i] - y[i]), ref2 += double(x[i]) * x[i];
+      }
+    }
+    rel[t] = std::sqrt(err2 / ref2);
+    std::printf("  %s: relative RMS error %.4f\n", std::string(info.name).c_str(), rel[t]);
+  }
+  EXPECT_LT(rel[DType::Q4_K], rel[DType::Q4_0]);
+  EXPECT_LT(rel[DType::Q5_K], rel[DType::Q5_0]);
+  EXPECT_LT(rel[DType::Q6_K], rel[DType::Q5_K]);
+}
 
 TEST(DTypeTable, SizesAndNames) {
   EXPECT_EQ(dtype_info(DType::Q4_1).bits_per_weight(), 5.0);
   EXPECT_EQ(dtype_info(DType::Q4_0).bits_per_weight(), 4.5);
   EXPECT_EQ(dtype_info(DType::Q8_0).bits_per_weight(), 8.5);
+  EXPECT_EQ(dtype_info(DType::Q5_0).bits_per_weight(), 5.5);
+  EXPECT_EQ(dtype_info(DType::Q5_1).bits_per_weight(), 6.0);
+  EXPECT_EQ(dtype_info(DType::Q4_K).bits_per_weight(), 4.5);
+  EXPECT_EQ(dtype_info(DType::Q5_K).bits_per_weight(), 5.5);
+  EXPECT_EQ(dtype_info(DType::Q6_K).bits_per_weight(), 6.5625);
   EXPECT_EQ(parse_dtype("bf16"), DType::BF16);
-  EXPECT_EQ(parse_dtype("q4_k"), std::nullopt);
-  EXPECT_EQ(find_dtype(12), nullptr);  // Q4_K: not yet supported
+  EXPECT_EQ(parse_dtype("q4_k"), DType::Q4_K);
+  EXPECT_EQ(parse_dtype("q3_k"), std::nullopt);
+  EXPECT_EQ(find_dtype(11), nullptr);  // Q3_K: not supported
+  EXPECT_EQ(find_dtype(14)->name, "q6_k");
+  EXPECT_EQ(dtype_info(DType::Q4_K).fallback, DType::Q5_0);  // llama.cpp's choice for rows of 576
+  EXPECT_EQ(dtype_info(DType::Q6_K).fallback, DType::Q8_0);
+  EXPECT_EQ(dtype_info(DType::Q4_1).fallback, std::nullopt);
   EXPECT_EQ(row_bytes(DType::Q8_0, 64), 68u);
   EXPECT_EQ(row_bytes(DType::Q8_0, 65), std::nullopt);
+  EXPECT_EQ(row_bytes(DType::Q4_K, 1536), 864u);
+  EXPECT_EQ(row_bytes(DType::Q4_K, 576), std::nullopt);
 }
 
 }  // namespace
