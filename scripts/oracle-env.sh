@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Create (or reuse) the llama.cpp reference-oracle virtualenv used to produce
-# tests/golden/*.json: llama-cpp-python built from source, plus numpy.
+# tests/golden/*.json: llama-cpp-python built from source, plus numpy, plus
+# gguf (llama.cpp's own Python GGUF reader and dequantizers, for
+# tests/golden/gen_quant_blocks.py).
 #
 #   scripts/oracle-env.sh
 #   ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py
@@ -19,6 +21,7 @@
 set -euo pipefail
 
 LLAMA_CPP_PYTHON_VERSION="0.3.36"
+GGUF_PY_VERSION="0.19.0"
 # Recorded build configuration of the oracle. GGML_NATIVE=ON: -march=native for
 # the ggml CPU backend (same numerics class as a kvlab -march=native build).
 DEFAULT_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
@@ -41,7 +44,17 @@ sys.exit(0 if llama_cpp.__version__ == sys.argv[1] else 1)
 EOF
 }
 
+# gguf is pure Python: added to a ready venv without rebuilding llama.cpp.
+ensure_gguf() {
+    "${VENV}/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('gguf') != sys.argv[1])" \
+        "$GGUF_PY_VERSION" >/dev/null 2>&1 && return 0
+    log "installing gguf==${GGUF_PY_VERSION}"
+    "${VENV}/bin/python" -m pip install -q --disable-pip-version-check "gguf==${GGUF_PY_VERSION}" \
+        || die "pip install of gguf==${GGUF_PY_VERSION} failed"
+}
+
 if is_ready; then
+    ensure_gguf
     echo "oracle-env: ${VENV} ready (llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION})"
     if [[ ! -f "$INFO_FILE" ]]; then
         log "warning: ${INFO_FILE} missing; build flags of this venv are unrecorded"
@@ -56,6 +69,7 @@ exec 9>"${VENV}.lock"
 if command -v flock >/dev/null 2>&1; then
     flock 9
     if is_ready; then
+        ensure_gguf
         echo "oracle-env: ${VENV} ready (built by a concurrent run)"
         exit 0
     fi
@@ -80,6 +94,7 @@ CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
     || die "pip install of llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION} failed"
 
 is_ready || die "llama_cpp does not import (or reports the wrong version) after install"
+ensure_gguf
 
 # Record how it was built; tests/golden/gen_golden.py copies this into the
 # fixtures' "produced_by".

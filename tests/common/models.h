@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <cstdlib>
 #include <string>
 
 #include "model/model.h"
@@ -18,6 +19,8 @@ namespace kvlab::test {
 
 inline const std::string kDefaultModel = KVLAB_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 inline const std::string kStories = KVLAB_SOURCE_DIR "/../shared/models/stories260K.gguf";
+// Where re-quantized copies of the default model are kept (not made by the tests).
+inline const std::string kQuantizedDir = std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + "/.cache/kvlab/quantized";
 inline const std::string kGoldenDir = KVLAB_SOURCE_DIR "/tests/golden";
 
 struct LoadedModel {

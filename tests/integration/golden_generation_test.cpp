@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "common/models.h"
 #include "common/arch_graft.h"
@@ -30,6 +31,8 @@ using Ids = std::vector<int32_t>;
 // attention weights are rounded to f16: 2^-11 relative per element).
 struct GoldenStats {
   int cases = 0, free_running = 0, steps = 0, agreed = 0, exempt = 0;
+  double max_logit_err = 0, sum_sq_logit_err = 0;
+  int logits_compared = 0;
 };
 
 GoldenStats check_fixture(const std::string& fixture, const std::string& model_path, double near_tie,
@@ -53,7 +56,11 @@ GoldenStats check_fixture(const std::string& fixture, const std::string& model_p
     for (size_t step = 0; step < want.size(); ++step) {
       if (step < c["top5"].size()) {
         for (const auto& pair : c["top5"][step]) {
-          EXPECT_NEAR(logits[size_t(pair[0].get<int>())], pair[1].get<double>(), logit_tol) << name << " step " << step;
+          const double err = std::fabs(logits[size_t(pair[0].get<int>())] - pair[1].get<double>());
+          EXPECT_LE(err, logit_tol) << name << " step " << step;
+          st.max_logit_err = std::max(st.max_logit_err, err);
+          st.sum_sq_logit_err += err * err;
+          ++st.logits_compared;
         }
       }
       const int32_t got = sample::argmax(logits);
@@ -74,8 +81,10 @@ GoldenStats check_fixture(const std::string& fixture, const std::string& model_p
     ++st.cases;
     st.free_running += free_running;
   }
-  std::printf("  %s: %d/%d cases identical for all 64 ids; %d/%d steps agree, %d near-ties (margin < %.2f) differ\n",
-              fixture.c_str(), st.free_running, st.cases, st.agreed, st.steps, st.exempt, near_tie);
+  std::printf("  %s: %d/%d cases identical for all 64 ids; %d/%d steps agree, %d near-ties (margin < %.2f) differ; "
+              "top-5 logits: max |diff| %.3g, RMS %.3g\n",
+              fixture.c_str(), st.free_running, st.cases, st.agreed, st.steps, st.exempt, near_tie, st.max_logit_err,
+              std::sqrt(st.sum_sq_logit_err / std::max(1, st.logits_compared)));
   return st;
 }
 
@@ -83,6 +92,27 @@ TEST(GoldenGeneration, DefaultModelMatchesLlamaCpp) {
   const auto st = check_fixture("SmolLM2-135M-Instruct.Q4_1.generate.json", test::kDefaultModel, 0.5, 2.0);
   EXPECT_GE(st.agreed, st.steps * 95 / 100);
 }
+
+// The default model re-quantized by llama.cpp itself to its most used mixes
+// (Q4_K + Q5_0 + Q6_K + Q8_0; Q5_K + Q5_1 + Q6_K + Q8_0), which need
+// llama.cpp to make: tests/golden/gen_quant_blocks.py --keep-dir. Where the
+// files are absent (CI has no llama.cpp) the test says so and skips; the
+// decoders and kernels of those formats are tested without them
+// (quant_known_values_test.cpp, kernels_test.cpp).
+// Near-tie margin 0.75: on these files llama.cpp's top-5 logits are 0.26
+// (Q4_K_M) and 0.37 (Q5_K_M) RMS from kvlab's, and as far (0.35, 0.39) from
+// kvlab running the same weights dequantized to f32, where kvlab rounds no
+// activations: the spread is llama.cpp's own 8-bit activation rounding, twice
+// its RMS is 0.75 (Q4_1's 0.23 RMS gives its 0.5).
+void check_llamacpp_mix(const std::string& mix) {
+  const std::string stem = "SmolLM2-135M-Instruct.llamacpp-" + mix;
+  const std::string path = test::kQuantizedDir + "/" + stem + ".gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent: see tests/golden/gen_quant_blocks.py";
+  const auto st = check_fixture(stem + ".generate.json", path, 0.75, 2.0);
+  EXPECT_GE(st.agreed, st.steps * 95 / 100);
+}
+TEST(GoldenGeneration, LlamaCppQ4_K_MMixMatchesLlamaCpp) { check_llamacpp_mix("Q4_K_M"); }
+TEST(GoldenGeneration, LlamaCppQ5_K_MMixMatchesLlamaCpp) { check_llamacpp_mix("Q5_K_M"); }
 
 TEST(GoldenGeneration, StoriesModelMatchesLlamaCppExactly) {
   const auto st = check_fixture("stories260K.generate.json", test::kStories, 0.0, 2e-2);
