@@ -21,6 +21,7 @@
 
 #include <memory>
 
+#include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/rows8.h"
 #include "micro_common.h"
@@ -70,11 +71,14 @@ int register_all() {
       {1536, 576, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
       {576, 1536, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
       {49152, 576, {DType::Q8_0}, {1, 64}},
+      // llama.cpp's Q4_K_M / Q5_K_M mixes: K-quant ffn_down, Q5 elsewhere
+      {576, 1536, {DType::Q4_K, DType::Q5_K, DType::Q6_K}, {1, 64}},
+      {1536, 576, {DType::Q5_0, DType::Q5_1}, {1, 64}},
   };
   for (const auto& s : shapes)
     for (DType dt : s.dtypes)
       for (bool rows8 : {false, true}) {
-        if (rows8 && dt == DType::F16) continue;  // no rows-of-8 kernel for floats
+        if (rows8 && !kernels::dot_kernel(dt).rows8) continue;  // floats, K-quants: row-major only
         for (size_t t : s.tokens)
           for (int threads : {1, 2}) {
             const std::string name = "matmul/" + dtype_name(dt) + (rows8 ? ":rows8/" : "/") + std::to_string(s.rows) +

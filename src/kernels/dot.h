@@ -18,8 +18,7 @@
 //
 // The scalar set is the reference and the test oracle; SIMD sets must agree
 // with it to float rounding (integer sums are exact, only the order of the
-// float accumulation differs). The K-quant kernels do their float operations
-// once per super-block, in the reference's order, so they equal it bit for bit.
+// float accumulation differs).
 #pragma once
 #include <cstddef>
 #include <cstdint>

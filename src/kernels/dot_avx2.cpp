@@ -329,6 +329,72 @@ struct Q4_0Rows8 {
   }
 };
 
+// q5_0 / q5_1: the 32-byte run after the headers holds row r's 32 fifth bits
+// in lane r; the four nibble runs follow. Bit e of the word is element e's
+// fifth bit: for run c, elements 4c..4c+3 sit in the low nibbles (bits 4c..
+// in byte c/2) and 16+4c.. in the high nibbles (byte 2 + c/2). Each lane's
+// byte is copied to its 4 bytes, and byte k tests bit k (+4 for odd c).
+inline __m256i fifth_bits(__m256i words, int byte, int odd) {
+  const __m256i copy = _mm256_add_epi8(
+      _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
+      _mm256_set1_epi8(char(byte)));
+  const __m256i bit = _mm256_set1_epi32(odd ? int(0x80402010) : 0x08040201);
+  const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(words, copy), bit);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+template <int kHalves>
+inline void load_q5_rows8(const uint8_t* blk, __m256i w[8]) {
+  const uint8_t* body = blk + 16 * kHalves;
+  const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(body));
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(body + 32 + 32 * c));
+    w[c] = _mm256_or_si256(_mm256_and_si256(v, mask), fifth_bits(words, c / 2, c % 2));
+    w[4 + c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), fifth_bits(words, 2 + c / 2, c % 2));
+  }
+}
+
+// q5_0 x q8_0: float(sumi) * (d_w*d_x) per block, quants q - 16 in -16..15:
+// the sign trick, and eight vpmaddubsw results (each at most 2*16*127 = 4064)
+// still add up in int16 (32512 < 32767).
+struct Q5_0Rows8 {
+  using A = BlockQ8_0;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_0);
+  using Scales = Q8_0Rows8::Scales;
+  static Scales scales(const uint8_t* blk) { return Q8_0Rows8::scales(blk); }
+  static void load(const uint8_t* blk, __m256i w[8]) {
+    load_q5_rows8<1>(blk, w);
+    for (int i = 0; i < 8; ++i) w[i] = _mm256_sub_epi8(w[i], _mm256_set1_epi8(16));
+  }
+  static __m256i isum(const __m256i w[8], const int8_t* qx) { return Q4_0Rows8::isum(w, qx); }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
+    return Q8_0Rows8::accumulate(acc, sum, s, xs);
+  }
+};
+
+// q5_1 x q8_1: as q4_1, with u5 x s8 pairs of at most 2*31*127 = 7874: four
+// add up in int16 (31496), so the eight are widened in two halves.
+struct Q5_1Rows8 {
+  using A = BlockQ8_1;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_1);
+  using Scales = Q4_1Rows8::Scales;
+  static Scales scales(const uint8_t* blk) { return Q4_1Rows8::scales(blk); }
+  static void load(const uint8_t* blk, __m256i w[8]) { load_q5_rows8<2>(blk, w); }
+  static __m256i isum(const __m256i w[8], const int8_t* qx) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i half[2];
+    for (int h = 0; h < 2; ++h) {
+      __m256i p = _mm256_maddubs_epi16(w[4 * h], broadcast4(qx + 16 * h));
+      for (int i = 1; i < 4; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[4 * h + i], broadcast4(qx + 16 * h + 4 * i)));
+      half[h] = _mm256_madd_epi16(p, ones);
+    }
+    return _mm256_add_epi32(half[0], half[1]);
+  }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
+    return Q4_1Rows8::accumulate(acc, sum, s, xs);
+  }
+};
+
 // One group against NT tokens: each block's weights are unpacked once and
 // meet all NT activation rows.
 template <class K, int NT>
@@ -433,8 +499,10 @@ const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q4_0Kind>>, 
                       rows8<Q4_0Rows8>};
 const DotKernel kQ4_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Tiles<Q4_1Kind>>, dot_1x4<Tiles<Q4_1Kind>>, dot_4x1<Tiles<Q4_1Kind>>,
                       rows8<Q4_1Rows8>};
-const DotKernel kQ5_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q5_0Kind>>, dot_1x4<Tiles<Q5_0Kind>>, dot_4x1<Tiles<Q5_0Kind>>};
-const DotKernel kQ5_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Tiles<Q5_1Kind>>, dot_1x4<Tiles<Q5_1Kind>>, dot_4x1<Tiles<Q5_1Kind>>};
+const DotKernel kQ5_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q5_0Kind>>, dot_1x4<Tiles<Q5_0Kind>>, dot_4x1<Tiles<Q5_0Kind>>,
+                      rows8<Q5_0Rows8>};
+const DotKernel kQ5_1{ActFormat::Q8_1, quantize_q8_1, dot_1x1<Tiles<Q5_1Kind>>, dot_1x4<Tiles<Q5_1Kind>>, dot_4x1<Tiles<Q5_1Kind>>,
+                      rows8<Q5_1Rows8>};
 
 }  // namespace
 

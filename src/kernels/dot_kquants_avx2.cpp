@@ -1,32 +1,36 @@
 // AVX2 dot products of the K-quants (Q4_K, Q5_K, Q6_K) against Q8_K
-// activations. Per super-block the integer sum is computed with vpmaddubsw
+// activations. Per super-block the integer sums come from vpmaddubsw
 // (unsigned quants x signed activation bytes) and vpmaddwd by the sub-block
-// scales; the float terms then repeat dot_scalar.cpp's operations in its
-// order, so every result equals the scalar reference bit for bit.
+// scales, as 8 int32 lanes; each lane is scaled in float and accumulated
+// across super-blocks, with one horizontal sum per result at the end.
+// Reducing every super-block to one int first, as the scalar reference does,
+// would equal it bit for bit, but puts two horizontal sums and a scalar
+// multiply-add on each super-block's critical path: a 576x1536 GEMV on one
+// thread took ~72 us that way for Q4_K and Q6_K, ~55-67 us this way
+// (build-bench/kvlab_microbench --benchmark_filter='matmul/q[46]_k/576x1536').
 //
 // Bounds: vpmaddubsw lanes are at most 2*63*127 = 16002 (6-bit quants), and
-// a super-block's int32 sum at most 256*63*63*127 (Q5_K) or 256*128*63*127
-// (Q6_K), well inside int32.
+// an int32 lane (32 products) at most 32*63*63*127, exact in float (< 2^24).
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/dot.h"
 #include "kernels/dot_shapes.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
-#include "tensor/half.h"
 
 namespace kvlab::kernels::avx2 {
 namespace {
 using namespace tensor;
 
-inline int hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(s);
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
 }
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
@@ -38,9 +42,35 @@ struct Unpacked {
   __m256i scale[8];
 };
 
+// The 8 scale vectors from 16 int16 values s (one per 16 weights): vector
+// k, which meets weights 32k..32k+31, is s[2k] in its low 8 lanes and
+// s[2k+1] in its high 8. One byte shuffle each, from s's 128-bit half
+// copied to both halves.
+[[gnu::always_inline]] inline void scale_vectors(__m256i s, __m256i out[8]) {
+  const __m256i half[2] = {_mm256_permute2x128_si256(s, s, 0x00), _mm256_permute2x128_si256(s, s, 0x11)};
+  for (int k = 0; k < 8; ++k) {
+    const int lo = 2 * (k % 4), hi = lo + 1;  // the words picked within the half
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(short((2 * hi + 1) << 8 | 2 * hi)),
+                                          _mm_set1_epi16(short((2 * lo + 1) << 8 | 2 * lo)));
+    out[k] = _mm256_shuffle_epi8(half[k / 4], pick);
+  }
+}
+
+// 8 bytes -> 16 int16, each value twice (a 32-weight sub-block's value for
+// both of its 16-weight halves).
+[[gnu::always_inline]] inline __m256i widen_twice(uint32_t lo4, uint32_t hi4) {
+  const __m128i v = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int(hi4), int(lo4)));
+  return _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v));
+}
+
 // Q4_K / Q5_K: q in 0..15 (0..31), sub-block k = weights 32k.., scales 6-bit.
+// The 12 scale bytes (blocks.h), as three little-endian words w0..w2, give
+// the scales of sub-blocks 0-3 as w0's six-bit bytes and of 4-7 as w2's low
+// nibbles plus w0's top two bits; the minimums likewise from w1, w2's high
+// nibbles and w1's top bits. Returns the minimums, each twice, for the
+// activations' 16-sums.
 template <class Block>
-void unpack_q45(const Block& b, Unpacked& u, int mins[8]) {
+[[gnu::always_inline]] inline __m256i unpack_q45(const Block& b, Unpacked& u) {
   const __m256i nib = _mm256_set1_epi8(0x0f);
   __m256i high = _mm256_setzero_si256();
   if constexpr (std::is_same_v<Block, BlockQ5_K>) high = load32(b.qh);
@@ -57,16 +87,16 @@ void unpack_q45(const Block& b, Unpacked& u, int mins[8]) {
       u.q[2 * c + 1] = _mm256_or_si256(u.q[2 * c + 1], _mm256_slli_epi16(h1, 4));
     }
   }
-  for (int k = 0; k < 8; ++k) {
-    const ScaleMin sm = kquant_scale_min(b.scales, k);
-    u.scale[k] = _mm256_set1_epi16(sm.scale);
-    mins[k] = sm.min;
-  }
+  uint32_t w[3];
+  std::memcpy(w, b.scales, sizeof w);
+  const uint32_t six = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x30303030;
+  scale_vectors(widen_twice(w[0] & six, (w[2] & low4) | ((w[0] >> 2) & top2)), u.scale);
+  return widen_twice(w[1] & six, ((w[2] >> 4) & low4) | ((w[1] >> 2) & top2));
 }
 
 // Q6_K: q in 0..63 (the -32 is applied through the activation block sums).
 // Vector k of half h covers weights 128h + 32k.., sub-blocks 8h + 2k, +1.
-void unpack_q6(const BlockQ6_K& b, Unpacked& u) {
+[[gnu::always_inline]] inline void unpack_q6(const BlockQ6_K& b, Unpacked& u, __m256i scales16) {
   const __m256i nib = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x30);
   for (int h = 0; h < 2; ++h) {
     const __m256i lo0 = load32(b.ql + 64 * h), lo1 = load32(b.ql + 64 * h + 32), hi = load32(b.qh + 32 * h);
@@ -77,18 +107,17 @@ void unpack_q6(const BlockQ6_K& b, Unpacked& u) {
     q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo1, 4), nib),
                            _mm256_and_si256(_mm256_srli_epi16(hi, 2), two));
   }
-  for (int k = 0; k < 8; ++k)
-    u.scale[k] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * k + 1]), _mm_set1_epi16(b.scales[2 * k]));
+  scale_vectors(scales16, u.scale);
 }
 
-// sum_k scale[k] . (q[k] x y[32k..32k+31]) as one int.
-inline int scaled_sum(const Unpacked& u, const int8_t* y) {
+// sum_k scale[k] . (q[k] x y[32k..32k+31]) in 8 int32 lanes.
+[[gnu::always_inline]] inline __m256i scaled_sum(const Unpacked& u, const int8_t* y) {
   __m256i acc = _mm256_setzero_si256();
   for (int k = 0; k < 8; ++k) {
     const __m256i p = _mm256_maddubs_epi16(u.q[k], load32(y + 32 * k));
     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, u.scale[k]));
   }
-  return hsum_i32(acc);
+  return acc;
 }
 
 template <class Block>
@@ -96,17 +125,18 @@ struct Q45K {
   using W = Block;
   struct Header {
     float d, dmin;
-    int mins[8];
+    __m256i mins16;  // sub-block j's minimum in lanes 2j and 2j+1
   };
   static Header unpack(const W& b, Unpacked& u) {
-    Header h{f16_to_f32(b.d), f16_to_f32(b.dmin), {}};
-    unpack_q45(b, u, h.mins);
-    return h;
+    const __m256i mins16 = unpack_q45(b, u);
+    return {_cvtsh_ss(b.d), _cvtsh_ss(b.dmin), mins16};
   }
-  static float term(const Header& h, const Unpacked& u, const BlockQ8_K& y) {
-    int summ = 0;
-    for (int j = 0; j < 8; ++j) summ += h.mins[j] * (y.bsums[2 * j] + y.bsums[2 * j + 1]);
-    return (h.d * y.d) * float(scaled_sum(u, y.qs)) - (h.dmin * y.d) * float(summ);
+  // acc + d*d_y * sum_k sc_k*(q.y) - dmin*d_y * sum_j m_j*(bsum_2j + bsum_2j+1),
+  // the minimums' sum in one vpmaddwd.
+  static __m256 accumulate(__m256 acc, const Header& h, const Unpacked& u, const BlockQ8_K& y) {
+    const __m256 summ = _mm256_cvtepi32_ps(_mm256_madd_epi16(load32(y.bsums), h.mins16));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled_sum(u, y.qs)), _mm256_set1_ps(h.d * y.d), acc);
+    return _mm256_fnmadd_ps(summ, _mm256_set1_ps(h.dmin * y.d), acc);
   }
 };
 
@@ -117,24 +147,25 @@ struct Q6K {
     __m256i scales16;  // the 16 sub-block scales widened to int16
   };
   static Header unpack(const W& b, Unpacked& u) {
-    unpack_q6(b, u);
-    return {f16_to_f32(b.d), _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)))};
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    unpack_q6(b, u, scales16);
+    return {_cvtsh_ss(b.d), scales16};
   }
   // sum sc_i * (q - 32) * y = scaled_sum - 32 * sum_i sc_i * bsum_i.
-  static float term(const Header& h, const Unpacked& u, const BlockQ8_K& y) {
-    const __m256i bs = load32(y.bsums);
-    const int offset = hsum_i32(_mm256_madd_epi16(bs, h.scales16));
-    return (h.d * y.d) * float(scaled_sum(u, y.qs) - 32 * offset);
+  static __m256 accumulate(__m256 acc, const Header& h, const Unpacked& u, const BlockQ8_K& y) {
+    const __m256i offset = _mm256_madd_epi16(load32(y.bsums), h.scales16);
+    const __m256i sum = _mm256_sub_epi32(scaled_sum(u, y.qs), _mm256_slli_epi32(offset, 5));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(h.d * y.d), acc);
   }
 };
 
-// NR weight rows x NT activation rows; each pair accumulates its super-block
-// terms in order, as the scalar reference does.
+// NR weight rows x NT activation rows, one vector accumulator per pair.
 template <class K>
 struct SuperBlocks {
   template <int NR, int NT>
   static void run(const void* w, size_t w_stride, const void* a, size_t a_stride, size_t n, float* out) {
-    float acc[NR * NT] = {};
+    __m256 acc[NR * NT];
+    for (auto& v : acc) v = _mm256_setzero_ps();
     Unpacked u;
     for (size_t b = 0; b < n / kQK_K; ++b)
       for (int r = 0; r < NR; ++r) {
@@ -143,10 +174,10 @@ struct SuperBlocks {
         const auto header = K::unpack(x, u);
         for (int t = 0; t < NT; ++t) {
           const auto& y = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride)[b];
-          acc[r * NT + t] += K::term(header, u, y);
+          acc[r * NT + t] = K::accumulate(acc[r * NT + t], header, u, y);
         }
       }
-    for (int i = 0; i < NR * NT; ++i) out[i] = acc[i];
+    for (int i = 0; i < NR * NT; ++i) out[i] = hsum(acc[i]);
   }
 };
 

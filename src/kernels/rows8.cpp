@@ -9,16 +9,17 @@
 namespace kvlab::kernels {
 namespace {
 
-// A quantized block as f16 header values followed by quant bytes.
+// A quantized block as f16 header values followed by its other bytes (quant
+// bytes; for q5_0 / q5_1 first the 4 bytes of fifth bits), moved in runs of 4.
 struct BlockShape {
-  size_t halves;  // q8_0, q4_0: 1 (d); q4_1: 2 (d, m)
-  size_t quants;  // bytes of quants: 32 for q8_0, 16 for the 4-bit formats
+  size_t halves;  // q8_0, q4_0, q5_0: 1 (d); q4_1, q5_1: 2 (d, m)
+  size_t quants;  // the rest: 32 for q8_0, 16 for q4_*, 20 for q5_*
 };
 
 BlockShape block_shape(tensor::DType t) {
   const tensor::DTypeInfo& info = tensor::dtype_info(t);
-  const size_t quants = info.block_size * (t == tensor::DType::Q8_0 ? 8 : 4) / 8;
-  return {(info.block_bytes - quants) / 2, quants};
+  const size_t halves = t == tensor::DType::Q4_1 || t == tensor::DType::Q5_1 ? 2 : 1;
+  return {halves, info.block_bytes - 2 * halves};
 }
 
 // Offsets inside one column block of a group (see rows8.h).

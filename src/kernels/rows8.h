@@ -12,13 +12,14 @@
 // A group of 8 rows occupies exactly the bytes it did before, so the change is
 // made in place, group by group. Within a group, column block b is
 //
-//   half  h[k][r]                 header value k (q8_0, q4_0: d; q4_1: d, m) of row r
-//   byte  qs[(j/4)*32 + r*4 + j%4]  quant byte j of row r's block
+//   half  h[k][r]                 header value k (q8_0, q4_0, q5_0: d; q4_1, q5_1: d, m) of row r
+//   byte  qs[(j/4)*32 + r*4 + j%4]  byte j after the headers of row r's block
 //
-// i.e. the headers of the 8 rows side by side, then the quant bytes in runs of
-// 4 per row. For q4_0 and q4_1 each 32-byte run holds, per row, 4 low nibbles
-// (elements 4c..4c+3) and the matching high nibbles (elements 16+4c..): the
-// GGUF byte unchanged.
+// i.e. the headers of the 8 rows side by side, then the other bytes in runs
+// of 4 per row. For q4_0 and q4_1 each 32-byte run holds, per row, 4 low
+// nibbles (elements 4c..4c+3) and the matching high nibbles (elements
+// 16+4c..): the GGUF byte unchanged. For q5_0 and q5_1 the first run holds
+// the rows' 32-bit words of fifth bits, one row per lane, then the nibbles.
 #pragma once
 #include <cstddef>
 #include <cstdint>

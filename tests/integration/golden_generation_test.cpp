@@ -99,16 +99,17 @@ TEST(GoldenGeneration, DefaultModelMatchesLlamaCpp) {
 // files are absent (CI has no llama.cpp) the test says so and skips; the
 // decoders and kernels of those formats are tested without them
 // (quant_known_values_test.cpp, kernels_test.cpp).
-// Near-tie margin 0.75: on these files llama.cpp's top-5 logits are 0.26
-// (Q4_K_M) and 0.37 (Q5_K_M) RMS from kvlab's, and as far (0.35, 0.39) from
-// kvlab running the same weights dequantized to f32, where kvlab rounds no
-// activations: the spread is llama.cpp's own 8-bit activation rounding, twice
-// its RMS is 0.75 (Q4_1's 0.23 RMS gives its 0.5).
+// Near-tie margin 0.75 and logit tolerance 2.5: on these files llama.cpp's
+// top-5 logits are 0.3 (Q4_K_M) and 0.4 (Q5_K_M) RMS from kvlab's, and as
+// far (0.35, 0.39) from kvlab running the same weights dequantized to f32,
+// where kvlab rounds no activations: the spread is llama.cpp's own 8-bit
+// activation rounding. About 2 and 6 times that RMS, as Q4_1's 0.5 and 2.0
+// are for its 0.23.
 void check_llamacpp_mix(const std::string& mix) {
   const std::string stem = "SmolLM2-135M-Instruct.llamacpp-" + mix;
   const std::string path = test::kQuantizedDir + "/" + stem + ".gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent: see tests/golden/gen_quant_blocks.py";
-  const auto st = check_fixture(stem + ".generate.json", path, 0.75, 2.0);
+  const auto st = check_fixture(stem + ".generate.json", path, 0.75, 2.5);
   EXPECT_GE(st.agreed, st.steps * 95 / 100);
 }
 TEST(GoldenGeneration, LlamaCppQ4_K_MMixMatchesLlamaCpp) { check_llamacpp_mix("Q4_K_M"); }

@@ -139,7 +139,7 @@ TEST(KvCacheEquivalence, SyntheticModelsEveryFormat) {
 // embedding / LM head row-major next to re-laid-out layers; 48 re-lays it
 // out too.
 TEST(KvCacheEquivalence, ResidentRowsOf8MatchesMappedRowMajor) {
-  for (auto wt : {tensor::DType::Q8_0, tensor::DType::Q4_0, tensor::DType::Q4_1})
+  for (auto wt : {tensor::DType::Q8_0, tensor::DType::Q4_0, tensor::DType::Q4_1, tensor::DType::Q5_0, tensor::DType::Q5_1})
     for (int vocab : {41, 48}) {
       test::TinySpec s;
       s.wtype = wt;
