@@ -26,13 +26,14 @@ void quantize(const QuantizeOptions& o) {
   model::load_config(in);  // refuse files that are not a model kvlab can run
   const auto st = gguf::convert_file(in, o.out, *target);
   const auto& info = tensor::dtype_info(*target);
-  std::printf("%s -> %s: %llu of %llu tensors re-encoded as %s, %s -> %s (%.2f bits/weight for matrices)\n",
-              o.in.c_str(), o.out.c_str(), (unsigned long long)st.converted, (unsigned long long)st.tensors,
-              o.type.c_str(), human_bytes(double(st.bytes_in)).c_str(), human_bytes(double(st.bytes_out)).c_str(),
-              info.bits_per_weight());
+  std::printf("%s -> %s: %llu of %llu tensors re-encoded, %s -> %s (matrices: %.2f bits/weight)\n", o.in.c_str(),
+              o.out.c_str(), (unsigned long long)st.converted, (unsigned long long)st.tensors,
+              human_bytes(double(st.bytes_in)).c_str(), human_bytes(double(st.bytes_out)).c_str(),
+              st.matrix_bits_per_weight());
   if (st.fallback)
-    std::printf("%llu matrices have rows that are not a whole number of %zu-weight blocks: written as %s\n",
-                (unsigned long long)st.fallback, info.block_size, std::string(tensor::dtype_info(*info.fallback).name).c_str());
+    std::printf("%llu matrices have rows that are not a whole number of %zu-weight blocks: written as %s, the rest as %s\n",
+                (unsigned long long)st.fallback, info.block_size, std::string(tensor::dtype_info(*info.fallback).name).c_str(),
+                o.type.c_str());
 }
 
 std::vector<std::string> dtype_names() {

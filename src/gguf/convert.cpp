@@ -69,6 +69,7 @@ ConvertStats convert_file(const File& in, const std::string& out_path, tensor::D
     }
     if (dst.type != t.dtype) ++st.converted;
     st.bytes_out += out.size();
+    if (matrix) st.matrix_weights += cols * rows, st.matrix_bytes_out += out.size();
     w.add_tensor(t.name, t.dims, dst.type, out);
   }
   w.write(out_path);

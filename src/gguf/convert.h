@@ -15,6 +15,10 @@ struct ConvertStats {
   uint64_t tensors = 0, converted = 0;
   uint64_t fallback = 0;  // matrices written in the target's fallback format
   uint64_t bytes_in = 0, bytes_out = 0;
+  uint64_t matrix_weights = 0, matrix_bytes_out = 0;  // matrices only (norm vectors stay f32)
+  double matrix_bits_per_weight() const {
+    return matrix_weights ? 8.0 * double(matrix_bytes_out) / double(matrix_weights) : 0.0;
+  }
 };
 
 // A matrix whose rows are not a whole number of target blocks is written in
