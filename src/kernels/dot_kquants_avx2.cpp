@@ -9,8 +9,10 @@
 // thread took ~72 us that way for Q4_K and Q6_K, ~55-67 us this way
 // (build-bench/kvlab_microbench --benchmark_filter='matmul/q[46]_k/576x1536').
 //
-// Bounds: vpmaddubsw lanes are at most 2*63*127 = 16002 (6-bit quants), and
-// an int32 lane (32 products) at most 32*63*63*127, exact in float (< 2^24).
+// Bounds: vpmaddubsw lanes are at most 2*63*127 = 16002 (6-bit quants). An
+// int32 lane gathers 32 scaled products: at most 32*63*31*127 = 7.9M for
+// Q4_K / Q5_K, exact in float (< 2^24); for Q6_K up to 32*128*63*127 = 33M,
+// which the conversion to float rounds by at most 3e-8 relative.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -18,7 +18,12 @@ constexpr int kSub = 32;            // Q4_K / Q5_K sub-block
 constexpr int kSub6 = 16;           // Q6_K sub-block
 constexpr int kScaleMax = 63;       // six-bit sub-block scales and minimums
 
-int round_clamp(float v, int lo, int hi) { return std::clamp(int(std::nearbyint(v)), lo, hi); }
+// Nearest integer in [lo, hi], clamped before the conversion so that no
+// value (inf or NaN from a bad file included) overflows it; NaN gives lo.
+int round_clamp(float v, int lo, int hi) {
+  const float r = std::nearbyint(v);
+  return r >= float(lo) ? (r <= float(hi) ? int(r) : hi) : lo;
+}
 
 void pack_scale_min(const int sc[8], const int mn[8], uint8_t out[kKScaleBytes]) {
   std::fill_n(out, kKScaleBytes, uint8_t(0));
@@ -200,7 +205,7 @@ void quantize_row_q8_k(const float* src, void* dst, size_t n) {
       continue;
     }
     const float iscale = -127.f / max;
-    for (int l = 0; l < kQK_K; ++l) b[i].qs[l] = int8_t(std::min(127, int(std::nearbyint(iscale * src[l]))));
+    for (int l = 0; l < kQK_K; ++l) b[i].qs[l] = int8_t(round_clamp(iscale * src[l], -128, 127));
     for (int s = 0; s < kQK_K / 16; ++s) {
       int sum = 0;
       for (int l = 16 * s; l < 16 * (s + 1); ++l) sum += b[i].qs[l];
