@@ -8,6 +8,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/exp_avx2.h"
+#include "kernels/hsum_avx2.h"
 #include "tensor/blocks.h"
 
 namespace kvlab::kernels::avx2 {
@@ -37,13 +38,6 @@ float scale(const uint8_t* row, size_t d) {
   } else {
     return 1.0f;
   }
-}
-
-float hsum(__m256 v) {
-  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
-  a = _mm_add_ss(a, _mm_movehdup_ps(a));
-  return _mm_cvtss_f32(a);
 }
 
 // q rounded to f16 and back: f16 K meets f16 q, as in the f16 matmul.

@@ -12,6 +12,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/dot_shapes.h"
+#include "kernels/hsum_avx2.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
 #include "tensor/half.h"
@@ -19,13 +20,6 @@
 namespace kvlab::kernels::avx2 {
 namespace {
 using namespace tensor;
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 

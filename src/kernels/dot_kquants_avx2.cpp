@@ -21,6 +21,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/dot_shapes.h"
+#include "kernels/hsum_avx2.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
 
@@ -28,12 +29,6 @@ namespace kvlab::kernels::avx2 {
 namespace {
 using namespace tensor;
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // One super-block's weights, decoded once and met by 1..4 activation rows:

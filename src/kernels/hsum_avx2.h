@@ -1,0 +1,16 @@
+// The sum of a vector's 8 floats, for the *_avx2.cpp files only (they are
+// compiled with -mavx2; nothing else may include this). Always the same
+// additions in the same order, so a result does not depend on the caller.
+#pragma once
+#include <immintrin.h>
+
+namespace kvlab::kernels::avx2 {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+}  // namespace kvlab::kernels::avx2
