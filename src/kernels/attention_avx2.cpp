@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/dot.h"
 #include "kernels/exp_avx2.h"
 #include "kernels/hsum_avx2.h"
 #include "tensor/blocks.h"
@@ -47,6 +48,10 @@ void prepare_q_f16(const float* q, size_t head_dim, void* out) {
   for (; d + 8 <= head_dim; d += 8)
     _mm256_storeu_ps(o + d, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(q + d), _MM_FROUND_TO_NEAREST_INT)));
   for (; d < head_dim; ++d) o[d] = _cvtsh_ss(_cvtss_sh(q[d], _MM_FROUND_TO_NEAREST_INT));
+}
+// q as q8_0 blocks, the activation format of the q8_0 dot product.
+void prepare_q_q8_0(const float* q, size_t head_dim, void* out) {
+  dot_kernel(DType::Q8_0).quantize_act(q, out, head_dim);
 }
 void prepare_q_f32(const float* q, size_t head_dim, void* out) {
   auto* o = static_cast<float*>(out);
@@ -95,6 +100,54 @@ void scores_tile(const float* q, size_t q_stride, const uint8_t* const r[NR], si
     for (int i = 0; i < NR; ++i) s[size_t(g) * ld + size_t(i)] = sums[g * NR + i];
 }
 
+// q8_0 K: q quantized to q8_0 too (prepare_q), and each 32-element block
+// scored as an integer dot product (sign trick, vpmaddubsw, vpmaddwd) scaled
+// by d_k*d_q into f32 lanes, NG heads x NR rows at a time so each K block is
+// loaded once for all heads and the horizontal sums are shared as in
+// scores_tile. The row-by-row q8_0 dot this replaces paid a call and a
+// horizontal sum per position and head (attend_step q8_0 at 2048 positions,
+// one layer: 160-250 us against 119 us for f16).
+template <int NG>
+constexpr int kScoreRowsQ8 = NG <= 1 ? 4 : NG == 2 ? 3 : 2;
+
+template <int NG, int NR>
+void scores_tile_q8(const float* q, size_t q_stride, const uint8_t* const r[NR], size_t head_dim, float* s, size_t ld,
+                    float scale_) {
+  using tensor::BlockQ8_0;
+  __m256 a[NG * NR];
+  for (int i = 0; i < NG * NR; ++i) a[i] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (size_t b = 0; b < head_dim / tensor::kQK; ++b) {
+    __m256i k[NR], kabs[NR];
+    float dk[NR];
+    for (int i = 0; i < NR; ++i) {
+      const BlockQ8_0& kb = reinterpret_cast<const BlockQ8_0*>(r[i])[b];
+      k[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kb.qs));
+      kabs[i] = _mm256_sign_epi8(k[i], k[i]);
+      dk[i] = _cvtsh_ss(kb.d);
+    }
+    for (int g = 0; g < NG; ++g) {
+      const BlockQ8_0& qb = reinterpret_cast<const BlockQ8_0*>(q + size_t(g) * q_stride)[b];
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb.qs));
+      const float dq = _cvtsh_ss(qb.d);
+      for (int i = 0; i < NR; ++i) {
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(kabs[i], _mm256_sign_epi8(qv, k[i])), ones);
+        a[g * NR + i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dk[i] * dq), a[g * NR + i]);
+      }
+    }
+  }
+  constexpr int kPadded = (NG * NR + 3) / 4 * 4;
+  alignas(16) float sums[kPadded];
+  const __m256 zero = _mm256_setzero_ps();
+  const __m128 sc = _mm_set1_ps(scale_);
+  for (int i = 0; i < NG * NR; i += 4) {
+    auto at = [&](int k) { return k < NG * NR ? a[k] : zero; };
+    _mm_store_ps(sums + i, _mm_mul_ps(hsum4(at(i), at(i + 1), at(i + 2), at(i + 3)), sc));
+  }
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NR; ++i) s[size_t(g) * ld + size_t(i)] = sums[g * NR + i];
+}
+
 // The K and V rows this far ahead are prefetched while a tile is scored. A
 // decode step's rows come from DRAM, and the hardware prefetchers alone keep
 // too few of them in flight. One step's attention at 2048 positions on one
@@ -104,10 +157,17 @@ void scores_tile(const float* q, size_t q_stride, const uint8_t* const r[NR], si
 // block's rows: harmless.
 constexpr int kPrefetchRows = 8;
 
+template <DType T, int NG, int NR>
+void tile(const float* q, size_t q_stride, const uint8_t* const r[NR], size_t head_dim, float* s, size_t ld,
+          float scale_) {
+  if constexpr (T == DType::Q8_0) scores_tile_q8<NG, NR>(q, q_stride, r, head_dim, s, ld, scale_);
+  else scores_tile<T, NG, NR>(q, q_stride, r, head_dim, s, ld, scale_);
+}
+
 template <DType T, int NG>
 void scores_rows(const float* q, size_t q_stride, const uint8_t* k, const uint8_t* v, size_t row_stride, int n,
                  size_t head_dim, float scale_, float* s, size_t ld) {
-  constexpr int NR = kScoreRows<NG>;
+  constexpr int NR = T == DType::Q8_0 ? kScoreRowsQ8<NG> : kScoreRows<NG>;
   const uint8_t* rows[NR];
   int j = 0;
   for (; j + NR <= n; j += NR) {
@@ -117,12 +177,12 @@ void scores_rows(const float* q, size_t q_stride, const uint8_t* k, const uint8_
       _mm_prefetch(reinterpret_cast<const char*>(v + off), _MM_HINT_T0);
     }
     for (int i = 0; i < NR; ++i) rows[i] = k + size_t(j + i) * row_stride;
-    scores_tile<T, NG, NR>(q, q_stride, rows, head_dim, s + j, ld, scale_);
+    tile<T, NG, NR>(q, q_stride, rows, head_dim, s + j, ld, scale_);
   }
   if (j < n) {  // the last rows, padded by repeating the last one; each chain is independent
     for (int i = 0; i < NR; ++i) rows[i] = k + size_t(std::min(j + i, n - 1)) * row_stride;
     float tail[NG * NR];
-    scores_tile<T, NG, NR>(q, q_stride, rows, head_dim, tail, NR, scale_);
+    tile<T, NG, NR>(q, q_stride, rows, head_dim, tail, NR, scale_);
     for (int g = 0; g < NG; ++g)
       for (int i = 0; j + i < n; ++i) s[size_t(g) * ld + size_t(j + i)] = tail[g * NR + i];
   }
@@ -248,7 +308,8 @@ AttnKernel find_attn(DType t) {
     k.scores = scores<DType::F16>;
     k.accumulate = accumulate<DType::F16>;
   } else if (t == DType::Q8_0) {
-    // Scores keep the q8_0 integer dot product (q quantized to q8_0).
+    k.prepare_q = prepare_q_q8_0;
+    k.scores = scores<DType::Q8_0>;
     k.accumulate = accumulate<DType::Q8_0>;
   }
   return k;
