@@ -66,22 +66,6 @@ __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-// The NG x NR accumulators' horizontal sums, four at a time, times the
-// attention scale, to s[g * ld + i].
-template <int NG, int NR>
-void store_scores(const __m256 a[NG * NR], float scale_, float* s, size_t ld) {
-  constexpr int kPadded = (NG * NR + 3) / 4 * 4;
-  alignas(16) float sums[kPadded];
-  const __m256 zero = _mm256_setzero_ps();
-  const __m128 sc = _mm_set1_ps(scale_);
-  for (int i = 0; i < NG * NR; i += 4) {
-    auto at = [&](int k) { return k < NG * NR ? a[k] : zero; };
-    _mm_store_ps(sums + i, _mm_mul_ps(hsum4(at(i), at(i + 1), at(i + 2), at(i + 3)), sc));
-  }
-  for (int g = 0; g < NG; ++g)
-    for (int i = 0; i < NR; ++i) s[size_t(g) * ld + size_t(i)] = sums[g * NR + i];
-}
-
 // Rows per scores tile for NG heads: the NR*NG accumulators, NR converted
 // rows and one q vector must fit the 16 ymm registers. One more spills an
 // accumulator to the stack, and its store-to-load round trip then limits
@@ -104,7 +88,16 @@ void scores_tile(const float* q, size_t q_stride, const uint8_t* const r[NR], si
       for (int i = 0; i < NR; ++i) a[g * NR + i] = _mm256_fmadd_ps(x[i], qv, a[g * NR + i]);
     }
   }
-  store_scores<NG, NR>(a, scale_, s, ld);
+  constexpr int kPadded = (NG * NR + 3) / 4 * 4;
+  alignas(16) float sums[kPadded];
+  const __m256 zero = _mm256_setzero_ps();
+  const __m128 sc = _mm_set1_ps(scale_);
+  for (int i = 0; i < NG * NR; i += 4) {
+    auto at = [&](int k) { return k < NG * NR ? a[k] : zero; };
+    _mm_store_ps(sums + i, _mm_mul_ps(hsum4(at(i), at(i + 1), at(i + 2), at(i + 3)), sc));
+  }
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NR; ++i) s[size_t(g) * ld + size_t(i)] = sums[g * NR + i];
 }
 
 // q8_0 K: q quantized to q8_0 too (prepare_q), and each 32-element block
@@ -143,7 +136,16 @@ void scores_tile_q8(const float* q, size_t q_stride, const uint8_t* const r[NR],
       }
     }
   }
-  store_scores<NG, NR>(a, scale_, s, ld);
+  constexpr int kPadded = (NG * NR + 3) / 4 * 4;
+  alignas(16) float sums[kPadded];
+  const __m256 zero = _mm256_setzero_ps();
+  const __m128 sc = _mm_set1_ps(scale_);
+  for (int i = 0; i < NG * NR; i += 4) {
+    auto at = [&](int k) { return k < NG * NR ? a[k] : zero; };
+    _mm_store_ps(sums + i, _mm_mul_ps(hsum4(at(i), at(i + 1), at(i + 2), at(i + 3)), sc));
+  }
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NR; ++i) s[size_t(g) * ld + size_t(i)] = sums[g * NR + i];
 }
 
 // The K and V rows this far ahead are prefetched while a tile is scored. A
