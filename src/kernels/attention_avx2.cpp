@@ -106,7 +106,10 @@ void scores_tile(const float* q, size_t q_stride, const uint8_t* const r[NR], si
 // loaded once for all heads and the horizontal sums are shared as in
 // scores_tile. The row-by-row q8_0 dot this replaces paid a call and a
 // horizontal sum per position and head (attend_step q8_0 at 2048 positions,
-// one layer: 160-250 us against 119 us for f16).
+// one layer: 160-250 us against 119 us for f16). Its last lines repeat
+// scores_tile's store of the sums on purpose: a shared helper taking the
+// accumulator array made the f16 tile slower (105-135 -> 145-178 us, even
+// forced inline; 9de9f94, reverted).
 template <int NG>
 constexpr int kScoreRowsQ8 = NG <= 1 ? 4 : NG == 2 ? 3 : 2;
 
