@@ -6,6 +6,7 @@
 // matrix), so its files of the same format may be a little more accurate.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
@@ -97,21 +98,28 @@ void quantize_superblock_k(const float* x, int nmax, uint16_t& d16, uint16_t& dm
 inline int q4_index(int l) { return l / 64 * 32 + l % 32; }
 inline int q4_shift(int l) { return l % 64 < 32 ? 0 : 4; }
 
-}  // namespace
-
-// ---- Q4_K -----------------------------------------------------------------
-
-void dequantize_row_q4_k(const void* src, float* dst, size_t n) {
-  auto* b = static_cast<const BlockQ4_K*>(src);
+// x = d*sc[j]*q - dmin*m[j] for sub-block j. Weight l's low four bits are
+// nibble q4_shift(l) of qs[q4_index(l)]; Q5_K's fifth bit is bit l / 32 of
+// qh[l % 32].
+template <class Block>
+void dequantize_row_q45_k(const void* src, float* dst, size_t n) {
+  auto* b = static_cast<const Block*>(src);
   for (size_t i = 0; i < n / kQK_K; ++i) {
     const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
     for (int l = 0; l < kQK_K; ++l, ++dst) {
       const ScaleMin sm = kquant_scale_min(b[i].scales, l / kSub);
-      const int q = (b[i].qs[q4_index(l)] >> q4_shift(l)) & 0x0f;
+      int q = (b[i].qs[q4_index(l)] >> q4_shift(l)) & 0x0f;
+      if constexpr (std::is_same_v<Block, BlockQ5_K>) q |= ((b[i].qh[l % 32] >> (l / 32)) & 1) << 4;
       *dst = d * float(sm.scale) * float(q) - dmin * float(sm.min);
     }
   }
 }
+
+}  // namespace
+
+// ---- Q4_K -----------------------------------------------------------------
+
+void dequantize_row_q4_k(const void* src, float* dst, size_t n) { dequantize_row_q45_k<BlockQ4_K>(src, dst, n); }
 void quantize_row_q4_k(const float* src, void* dst, size_t n) {
   auto* b = static_cast<BlockQ4_K*>(dst);
   for (size_t i = 0; i < n / kQK_K; ++i, src += kQK_K) {
@@ -123,17 +131,7 @@ void quantize_row_q4_k(const float* src, void* dst, size_t n) {
 
 // ---- Q5_K: Q4_K's nibbles plus bit 4 in qh[l % 32], bit l / 32 ---------------
 
-void dequantize_row_q5_k(const void* src, float* dst, size_t n) {
-  auto* b = static_cast<const BlockQ5_K*>(src);
-  for (size_t i = 0; i < n / kQK_K; ++i) {
-    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
-    for (int l = 0; l < kQK_K; ++l, ++dst) {
-      const ScaleMin sm = kquant_scale_min(b[i].scales, l / kSub);
-      const int q = ((b[i].qs[q4_index(l)] >> q4_shift(l)) & 0x0f) | ((b[i].qh[l % 32] >> (l / 32)) & 1) << 4;
-      *dst = d * float(sm.scale) * float(q) - dmin * float(sm.min);
-    }
-  }
-}
+void dequantize_row_q5_k(const void* src, float* dst, size_t n) { dequantize_row_q45_k<BlockQ5_K>(src, dst, n); }
 void quantize_row_q5_k(const float* src, void* dst, size_t n) {
   auto* b = static_cast<BlockQ5_K*>(dst);
   for (size_t i = 0; i < n / kQK_K; ++i, src += kQK_K) {
