@@ -2,12 +2,12 @@
 // CPU can run; and the ops against hand-computed values.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <limits>
 #include <atomic>
 #include <chrono>
-#include <thread>
+#include <cmath>
+#include <limits>
 #include <random>
+#include <thread>
 
 #include "common/isa.h"
 #include "common/random.h"
@@ -113,6 +113,39 @@ TEST(Matmul, BatchedEqualsOneTokenAtATimeBitwise) {
     for (size_t i = 0; i < T; ++i) {
       matmul(w, x.data() + i * cols, 1, single.data(), p1, s);
       for (size_t r = 0; r < rows; ++r) ASSERT_EQ(single[r], batched[i * rows + r]) << info.name << " t=" << i;
+    }
+  }
+}
+
+// Decode-shaped matmuls split the rows into one range per thread, and a
+// thread that finishes early takes rows from the back of another's range
+// (matmul.cpp). With more threads than cores some threads start late, so
+// ranges do get taken over: every row must still be computed exactly once,
+// to the same bits as on one thread.
+TEST(Matmul, EveryRowOnceWhateverTheThreads) {
+  for (DType t : {DType::Q4_1, DType::F32}) {
+    const auto& info = tensor::dtype_info(t);
+    const size_t rows = 1003 - (t == DType::Q4_1 ? 3 : 0), cols = 64;
+    const auto wf = randn(rows * cols, 8, 0.1f);
+    std::vector<uint8_t> wq(rows * cols / info.block_size * info.block_bytes);
+    info.quantize(wf.data(), wq.data(), rows * cols);
+    WeightMatrix w{t, wq.data(), rows, cols, wq.size() / rows};
+    if (t == DType::Q4_1) relayout_rows8(w, wq.data());
+    for (size_t T : {1u, 7u}) {
+      const auto x = randn(T * cols, uint32_t(T));
+      std::vector<float> want(T * rows);
+      ThreadPool one(1);
+      MatmulScratch s;
+      matmul(w, x.data(), T, want.data(), one, s);
+      for (int threads : {3, 5, 8}) {
+        ThreadPool pool(threads);
+        for (int rep = 0; rep < 20; ++rep) {
+          std::vector<float> y(T * rows, std::numeric_limits<float>::quiet_NaN());
+          matmul(w, x.data(), T, y.data(), pool, s);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_EQ(y[i], want[i]) << info.name << " T=" << T << " threads=" << threads << " at " << i;
+        }
+      }
     }
   }
 }
