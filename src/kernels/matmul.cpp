@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <string>
 
+#include "common/error.h"
 #include "kernels/dot.h"
 #include "kernels/rows8.h"
 
@@ -76,36 +78,53 @@ bool claim(std::atomic<uint64_t>& span, bool from_back, size_t divisor, size_t& 
   }
 }
 
-}  // namespace
-
-void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch) {
-  const DotKernel& k = dot_kernel(w.dtype);
-  const size_t act_bytes = act_row_bytes(k.act, w.cols);
+// One call for matrices that read the same input and pair it with the same
+// activation format: the input is converted once, and one job covers all of
+// their rows, so the threads meet at one barrier instead of one per matrix.
+void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t n_tokens, ThreadPool& pool,
+                        MatmulScratch& scratch) {
+  const size_t cols = outs[0].w->cols;
+  const DotKernel& k0 = dot_kernel(outs[0].w->dtype);
+  const size_t act_bytes = act_row_bytes(k0.act, cols);
   if (scratch.act.size() < act_bytes * n_tokens) scratch.act.resize(act_bytes * n_tokens);
   uint8_t* act = scratch.act.data();
 
-  const bool rows8 = w.layout == Layout::Rows8;
-  const size_t sc_floats = rows8 ? rows8_scale_floats(w.cols) : 0;
+  const bool any_rows8 = std::any_of(outs.begin(), outs.end(), [](const MatmulOut& o) { return o.w->layout == Layout::Rows8; });
+  const size_t sc_floats = any_rows8 ? rows8_scale_floats(cols) : 0;
   if (scratch.act_scales.size() < sc_floats * n_tokens) scratch.act_scales.resize(sc_floats * n_tokens);
   float* scales = scratch.act_scales.data();
   pool.run(n_tokens, [&](size_t t, int) {
-    k.quantize_act(x + t * w.cols, act + t * act_bytes, w.cols);
-    if (rows8) rows8_act_scales(k.act, act + t * act_bytes, w.cols, scales + t * sc_floats);
+    k0.quantize_act(x + t * cols, act + t * act_bytes, cols);
+    if (any_rows8) rows8_act_scales(k0.act, act + t * act_bytes, cols, scales + t * sc_floats);
   });
 
+  // Rows [r0, r1) of the matrices' rows laid end to end, split at the
+  // matrices' boundaries (each a multiple of kUnitRows rows in this count).
+  size_t starts[kMaxShared + 1] = {0};
+  for (size_t m = 0; m < outs.size(); ++m)
+    starts[m + 1] = starts[m] + (outs[m].w->rows + kUnitRows - 1) / kUnitRows * kUnitRows;
+  auto run_rows = [&](size_t r0, size_t r1, size_t t0, size_t t1) {
+    for (size_t m = 0; m < outs.size(); ++m) {
+      const size_t a = std::max(r0, starts[m]), b = std::min(r1, starts[m + 1]);
+      if (a >= b) continue;
+      const WeightMatrix& w = *outs[m].w;
+      multiply_rows(dot_kernel(w.dtype), w, act, act_bytes, scales, sc_floats, a - starts[m],
+                    std::min(w.rows, b - starts[m]), t0, t1, outs[m].y);
+    }
+  };
+  const size_t total_rows = starts[outs.size()];
+
   if (n_tokens > kTokenTile) {
-    const size_t row_tiles = (w.rows + kRowTile - 1) / kRowTile;
+    const size_t row_tiles = (total_rows + kRowTile - 1) / kRowTile;
     const size_t token_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
     pool.run(row_tiles * token_tiles, [&](size_t task, int) {
-      const size_t r0 = (task % row_tiles) * kRowTile, r1 = std::min(w.rows, r0 + kRowTile);
-      const size_t t0 = (task / row_tiles) * kTokenTile, t1 = std::min(n_tokens, t0 + kTokenTile);
-      multiply_rows(k, w, act, act_bytes, scales, sc_floats, r0, r1, t0, t1, y);
+      const size_t r0 = (task % row_tiles) * kRowTile, t0 = (task / row_tiles) * kTokenTile;
+      run_rows(r0, std::min(total_rows, r0 + kRowTile), t0, std::min(n_tokens, t0 + kTokenTile));
     });
     return;
   }
 
-  const size_t n_ranges = size_t(pool.size()), units = (w.rows + kUnitRows - 1) / kUnitRows;
+  const size_t n_ranges = size_t(pool.size()), units = total_rows / kUnitRows;
   if (scratch.n_spans < n_ranges) {
     scratch.spans = std::make_unique<MatmulScratch::Span[]>(n_ranges);
     scratch.n_spans = n_ranges;
@@ -113,10 +132,7 @@ void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, Th
   MatmulScratch::Span* spans = scratch.spans.get();
   for (size_t i = 0; i < n_ranges; ++i)
     spans[i].v.store(uint64_t(units * i / n_ranges) << 32 | (units * (i + 1) / n_ranges), std::memory_order_relaxed);
-  auto run_units = [&](size_t a, size_t b) {
-    multiply_rows(k, w, act, act_bytes, scales, sc_floats, a * kUnitRows, std::min(w.rows, b * kUnitRows), 0,
-                  n_tokens, y);
-  };
+  auto run_units = [&](size_t a, size_t b) { run_rows(a * kUnitRows, b * kUnitRows, 0, n_tokens); };
   pool.run(n_ranges, [&](size_t own, int) {
     size_t a, b;
     // Own range front to back, a third of what is left at a time: few claims,
@@ -133,6 +149,26 @@ void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, Th
       if (claim(spans[victim].v, true, 2, a, b)) run_units(a, b);
     }
   });
+}
+
+}  // namespace
+
+void matmul(std::span<const MatmulOut> outs, const float* x, size_t n_tokens, ThreadPool& pool, MatmulScratch& scratch) {
+  if (outs.size() > kMaxShared) throw Error("matmul: more than " + std::to_string(kMaxShared) + " matrices share an input");
+  for (const MatmulOut& o : outs)
+    if (o.w->cols != outs[0].w->cols) throw Error("matmul: matrices sharing an input differ in width");
+  // Matrices whose dtypes pair with different activation formats (a mixed
+  // Q4_K_M file: Q8_K for the K-quants, Q8_0 for Q5_0) go in separate calls.
+  MatmulOut group[kMaxShared];
+  bool done[kMaxShared] = {};
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (done[i]) continue;
+    const ActFormat f = dot_kernel(outs[i].w->dtype).act;
+    size_t n = 0;
+    for (size_t j = i; j < outs.size(); ++j)
+      if (!done[j] && dot_kernel(outs[j].w->dtype).act == f) group[n++] = outs[j], done[j] = true;
+    matmul_same_format({group, n}, x, n_tokens, pool, scratch);
+  }
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, size_t n_tokens, float* y) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/thread_pool.h"
@@ -45,8 +46,21 @@ struct MatmulScratch {
   size_t n_spans = 0;
 };
 
-void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch);
+// Several matrices of the same width applied to one input (Q, K and V; gate
+// and up): Y_m = X · W_mᵀ for each. The input is converted once per
+// activation format and all their rows are one job for the pool.
+struct MatmulOut {
+  const WeightMatrix* w;
+  float* y;  // [n_tokens][w->rows]
+};
+inline constexpr size_t kMaxShared = 4;
+void matmul(std::span<const MatmulOut> outs, const float* x, size_t n_tokens, ThreadPool& pool, MatmulScratch& scratch);
+
+inline void matmul(const WeightMatrix& w, const float* x, size_t n_tokens, float* y, ThreadPool& pool,
+                   MatmulScratch& scratch) {
+  const MatmulOut out{&w, y};
+  matmul(std::span<const MatmulOut>(&out, 1), x, n_tokens, pool, scratch);
+}
 
 // Reference: dequantize each row and accumulate in double. Slow; for tests.
 void matmul_reference(const WeightMatrix& w, const float* x, size_t n_tokens, float* y);

@@ -59,9 +59,8 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   const size_t T = batch.size(), E = size_t(c.n_embd), hd = size_t(c.head_dim);
   const size_t qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
   pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
-  matmul(l.wq, ws.xn.data(), T, ws.q.data(), pool, ws.mm);
-  matmul(l.wk, ws.xn.data(), T, ws.k.data(), pool, ws.mm);
-  matmul(l.wv, ws.xn.data(), T, ws.v.data(), pool, ws.mm);
+  const kernels::MatmulOut qkv[] = {{&l.wq, ws.q.data()}, {&l.wk, ws.k.data()}, {&l.wv, ws.v.data()}};
+  matmul(qkv, ws.xn.data(), T, pool, ws.mm);
 
   // Biases (qwen2), RoPE on every query and key head, then append K and V
   // to the cache.
@@ -135,8 +134,8 @@ void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::T
   const Config& c = cfg_;
   const size_t E = size_t(c.n_embd), F = size_t(c.n_ff);
   pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
-  matmul(l.w_gate, ws.xn.data(), T, ws.gate.data(), pool, ws.mm);
-  matmul(l.w_up, ws.xn.data(), T, ws.up.data(), pool, ws.mm);
+  const kernels::MatmulOut gate_up[] = {{&l.w_gate, ws.gate.data()}, {&l.w_up, ws.up.data()}};
+  matmul(gate_up, ws.xn.data(), T, pool, ws.mm);
   pool.run(T, [&](size_t t, int) {
     if (c.ffn_act == FfnAct::GeluTanh) kernels::gelu_mul(&ws.gate[t * F], &ws.up[t * F], F);
     else kernels::silu_mul(&ws.gate[t * F], &ws.up[t * F], F);

@@ -150,6 +150,47 @@ TEST(Matmul, EveryRowOnceWhateverTheThreads) {
   }
 }
 
+// Matrices sharing an input (Q, K, V) run as one job: each output equals its
+// own matmul bit for bit, also when their dtypes pair with different
+// activation formats (q4_1: q8_1, q8_0: q8_0, f32) or layouts.
+TEST(Matmul, SharedInputEqualsSeparateCalls) {
+  const size_t cols = 96;
+  struct M {
+    DType t;
+    size_t rows;
+    bool rows8;
+  };
+  const std::vector<M> ms = {{DType::Q4_1, 40, true}, {DType::Q8_0, 13, false}, {DType::F32, 21, false}, {DType::Q4_1, 16, false}};
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<WeightMatrix> ws;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const auto& info = tensor::dtype_info(ms[i].t);
+    const auto wf = randn(ms[i].rows * cols, uint32_t(20 + i), 0.1f);
+    bytes.emplace_back(ms[i].rows * cols / info.block_size * info.block_bytes);
+    info.quantize(wf.data(), bytes.back().data(), ms[i].rows * cols);
+  }
+  for (size_t i = 0; i < ms.size(); ++i) {
+    ws.push_back({ms[i].t, bytes[i].data(), ms[i].rows, cols, bytes[i].size() / ms[i].rows});
+    if (ms[i].rows8) ASSERT_TRUE(relayout_rows8(ws.back(), bytes[i].data()));
+  }
+  for (size_t T : {1u, 6u, 70u}) {
+    const auto x = randn(T * cols, uint32_t(T));
+    std::vector<std::vector<float>> fused(ms.size()), alone(ms.size());
+    std::vector<MatmulOut> outs;
+    ThreadPool pool(2);
+    MatmulScratch s;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      fused[i].assign(T * ms[i].rows, std::numeric_limits<float>::quiet_NaN());
+      alone[i].resize(T * ms[i].rows);
+      outs.push_back({&ws[i], fused[i].data()});
+      matmul(ws[i], x.data(), T, alone[i].data(), pool, s);
+    }
+    matmul(outs, x.data(), T, pool, s);
+    for (size_t i = 0; i < ms.size(); ++i)
+      for (size_t j = 0; j < fused[i].size(); ++j) ASSERT_EQ(fused[i][j], alone[i][j]) << "matrix " << i << " T=" << T;
+  }
+}
+
 // The rows-of-8 layout (kernels/rows8.h): every (row, token) result equals
 // the scalar reference on the GGUF row bit for bit, for any token count and
 // thread count; and a re-laid-out row still dequantizes to the same values.
