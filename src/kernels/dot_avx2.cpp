@@ -258,7 +258,7 @@ struct Q4_1Rows8 {
   // xs: the activation block's d and s as f32 (rows8_act_scales).
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
     const __m256 dd = _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs));
-    return _mm256_add_ps(acc, _mm256_add_ps(_mm256_mul_ps(sum, dd), _mm256_mul_ps(s.m, _mm256_broadcast_ss(xs + 1))));
+    return _mm256_fmadd_ps(sum, dd, _mm256_fmadd_ps(s.m, _mm256_broadcast_ss(xs + 1), acc));
   }
 };
 
@@ -285,7 +285,7 @@ struct Q8_0Rows8 {
     return s;
   }
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
-    return _mm256_add_ps(acc, _mm256_mul_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs))));
+    return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs)), acc);
   }
 };
 

@@ -11,6 +11,13 @@
 
 namespace kvlab::kernels::scalar {
 namespace {
+// The 32-element block formats add each block's term with fused
+// multiply-adds (std::fma, one rounding): the operations the rows-of-8 SIMD
+// kernels do lane by lane, so they equal this reference bit for bit. Fused,
+// those kernels spend one or two fewer operations per block and token than
+// with a separate multiply and add (q4_1 matmul 1536x576, 1 thread, best of
+// 30 alternating runs: 64 tokens 870 -> 813 us; 1 token, bandwidth-bound,
+// 18.5 -> 18.0 us).
 using namespace tensor;
 
 void act_f32(const float* x, void* out, size_t n) { quantize_row_f32(x, out, n); }
@@ -44,7 +51,7 @@ float dot_q8_0(const void* w, const void* a, size_t n) {
   for (size_t b = 0; b < n / kQK; ++b) {
     int sumi = 0;
     for (int j = 0; j < kQK; ++j) sumi += int(x[b].qs[j]) * int(y[b].qs[j]);
-    s += float(sumi) * (f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+    s = std::fma(float(sumi), f16_to_f32(x[b].d) * f16_to_f32(y[b].d), s);
   }
   return s;
 }
@@ -58,7 +65,7 @@ float dot_q4_0(const void* w, const void* a, size_t n) {
       sumi += ((x[b].qs[j] & 0x0f) - 8) * int(y[b].qs[j]);
       sumi += ((x[b].qs[j] >> 4) - 8) * int(y[b].qs[j + kQK / 2]);
     }
-    s += float(sumi) * (f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+    s = std::fma(float(sumi), f16_to_f32(x[b].d) * f16_to_f32(y[b].d), s);
   }
   return s;
 }
@@ -72,7 +79,7 @@ float dot_q4_1(const void* w, const void* a, size_t n) {
       sumi += (x[b].qs[j] & 0x0f) * int(y[b].qs[j]);
       sumi += (x[b].qs[j] >> 4) * int(y[b].qs[j + kQK / 2]);
     }
-    s += float(sumi) * (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) + f16_to_f32(x[b].m) * f16_to_f32(y[b].s);
+    s = std::fma(float(sumi), f16_to_f32(x[b].d) * f16_to_f32(y[b].d), std::fma(f16_to_f32(x[b].m), f16_to_f32(y[b].s), s));
   }
   return s;
 }
@@ -90,7 +97,7 @@ float dot_q5_0(const void* w, const void* a, size_t n) {
       sumi += (((x[b].qs[j] & 0x0f) | q5_high(x[b].qh, j)) - 16) * int(y[b].qs[j]);
       sumi += (((x[b].qs[j] >> 4) | q5_high(x[b].qh, j + kQK / 2)) - 16) * int(y[b].qs[j + kQK / 2]);
     }
-    s += float(sumi) * (f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+    s = std::fma(float(sumi), f16_to_f32(x[b].d) * f16_to_f32(y[b].d), s);
   }
   return s;
 }
@@ -104,7 +111,7 @@ float dot_q5_1(const void* w, const void* a, size_t n) {
       sumi += ((x[b].qs[j] & 0x0f) | q5_high(x[b].qh, j)) * int(y[b].qs[j]);
       sumi += ((x[b].qs[j] >> 4) | q5_high(x[b].qh, j + kQK / 2)) * int(y[b].qs[j + kQK / 2]);
     }
-    s += float(sumi) * (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) + f16_to_f32(x[b].m) * f16_to_f32(y[b].s);
+    s = std::fma(float(sumi), f16_to_f32(x[b].d) * f16_to_f32(y[b].d), std::fma(f16_to_f32(x[b].m), f16_to_f32(y[b].s), s));
   }
   return s;
 }
