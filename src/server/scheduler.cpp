@@ -258,16 +258,23 @@ void Scheduler::step() {
     blocks_.commit(s->slot, s->tokens, s->n_past);
   }
 
+  // Each sequence samples from its own logits row with its own sampler (and
+  // random stream), so the rows are sampled on the pool's threads at once:
+  // a 49152-token vocabulary per sequence, done one after another, left the
+  // other core idle for ~4% of a batch of 8's step.
   const size_t n_vocab = size_t(model_.config().n_vocab);
+  sampled_.resize(owners.size());
+  pool_.run(owners.size(), [&](size_t i, int) {
+    const std::span<const float> row(logits_.data() + i * n_vocab, n_vocab);
+    sampled_[i] = owners[i]->sampler->sample(row, owners[i]->tokens);
+  });
   for (size_t i = 0; i < owners.size(); ++i) {
     Seq& s = *owners[i];
     if (s.prefilling) {
       s.prefilling = false;
       metrics_.add_tokens(int64_t(s.req.prompt.size()), 0, s.n_cached);
     }
-    const std::span<const float> row(logits_.data() + i * n_vocab, n_vocab);
-    const int32_t id = s.sampler->sample(row, s.tokens);
-    on_token(s, id);
+    on_token(s, sampled_[i]);
   }
   publish_kv_stats();
 }

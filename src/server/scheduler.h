@@ -154,6 +154,7 @@ class Scheduler {
   model::Workspace ws_;
   std::vector<float> logits_;
   std::vector<model::BatchEntry> batch_;
+  std::vector<int32_t> sampled_;  // one token per logits row of a step
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
