@@ -214,18 +214,21 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
     first[i + 1] = first[i] + size_t(attn_chunks(items[i].first, items[i].n_pos));
   if (first.back() * part > scratch.partials.size())
     throw Error("attention over more positions than the scratch was sized for");
-  // Thread t takes the t-th of pool.size() equal, contiguous ranges of the
-  // (item, chunk) list in item order: a long run of one KV head's rows,
+  // The (item, chunk) list in item order is split into one contiguous range
+  // per thread (kernels/range_split.h): a long run of one KV head's rows,
   // which lie one after another in memory (kv/cache.h).
-  const size_t n_chunks = first.back(), T = size_t(pool.size());
-  pool.run(T, [&](size_t task, int thread) {
-    size_t i = 0;
-    for (size_t c = n_chunks * task / T; c < n_chunks * (task + 1) / T; ++c) {
-      while (first[i + 1] <= c) ++i;
-      const AttnItem& it = items[i];
-      attend_chunk(it.q, group, it.kv, it.first, it.n_pos, attn_first_chunk(it.first) + int(c - first[i]), head_dim,
-                   scale, thread_scratch(thread), &scratch.partials[c * part]);
-    }
+  const size_t n_chunks = first.back();
+  scratch.split.reset(n_chunks, size_t(pool.size()), 1);
+  pool.run(size_t(pool.size()), [&](size_t own, int thread) {
+    scratch.split.work(own, [&](size_t c0, size_t c1) {
+      size_t i = size_t(std::upper_bound(first.begin(), first.end(), c0) - first.begin()) - 1;
+      for (size_t c = c0; c < c1; ++c) {
+        while (first[i + 1] <= c) ++i;
+        const AttnItem& it = items[i];
+        attend_chunk(it.q, group, it.kv, it.first, it.n_pos, attn_first_chunk(it.first) + int(c - first[i]),
+                     head_dim, scale, thread_scratch(thread), &scratch.partials[c * part]);
+      }
+    });
   });
   pool.run(items.size(), [&](size_t i, int thread) {
     float* acc = thread_scratch(thread);

@@ -21,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/range_split.h"
 #include "kernels/thread_pool.h"
 #include "tensor/dtype.h"
 
@@ -92,6 +93,7 @@ struct AttnScratch {
   // The first partial slot of each item of a split batch, kept here so a
   // decode step allocates nothing.
   std::vector<size_t> first_partial;
+  RangeSplit split;  // a split batch's chunks still to do, per thread
 };
 // All items on the pool, with the same arithmetic whether an item's chunks
 // run on one thread or many.

@@ -1,8 +1,6 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
-#include <atomic>
-#include <memory>
 #include <string>
 
 #include "common/error.h"
@@ -49,34 +47,9 @@ void multiply_rows(const DotKernel& k, const WeightMatrix& w, const uint8_t* act
 }
 
 // Decode and small batches (one token tile) read every weight once, from
-// DRAM. Each thread owns one contiguous range of rows, so its reads are one
-// sequential stream the prefetchers can follow (16-row tiles handed out
-// dynamically interleave the threads' streams and leave each core a fraction
-// of the bandwidth: default model, 2 threads, tg128 ~120 -> ~180 tok/s). A
-// thread works through its range front to back in shrinking chunks; one that
-// finishes early takes chunks from the back of the range with the most rows
-// left, so a core that was descheduled or slowed (a shared VM) does not hold
-// up the step while the other waits at the barrier.
-//
-// Ranges count units of kRows8 rows (the last one may be short); each is one
-// 64-bit word, front << 32 | back, claimed by CAS.
+// DRAM: their rows go out in units of 8 (the last may be short) as ranges
+// per thread (kernels/range_split.h).
 constexpr size_t kUnitRows = kRows8;
-
-bool claim(std::atomic<uint64_t>& span, bool from_back, size_t divisor, size_t& a, size_t& b) {
-  uint64_t s = span.load(std::memory_order_relaxed);
-  for (;;) {
-    const size_t front = size_t(s >> 32), back = size_t(uint32_t(s));
-    if (front >= back) return false;
-    const size_t n = std::max<size_t>(2, (back - front) / divisor);
-    const size_t take = std::min(n, back - front);
-    const uint64_t next = from_back ? (uint64_t(front) << 32 | (back - take)) : (uint64_t(front + take) << 32 | back);
-    if (span.compare_exchange_weak(s, next, std::memory_order_relaxed)) {
-      a = from_back ? back - take : front;
-      b = from_back ? back : front + take;
-      return true;
-    }
-  }
-}
 
 // One call for matrices that read the same input and pair it with the same
 // activation format: the input is converted once, and one job covers all of
@@ -124,30 +97,9 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
     return;
   }
 
-  const size_t n_ranges = size_t(pool.size()), units = total_rows / kUnitRows;
-  if (scratch.n_spans < n_ranges) {
-    scratch.spans = std::make_unique<MatmulScratch::Span[]>(n_ranges);
-    scratch.n_spans = n_ranges;
-  }
-  MatmulScratch::Span* spans = scratch.spans.get();
-  for (size_t i = 0; i < n_ranges; ++i)
-    spans[i].v.store(uint64_t(units * i / n_ranges) << 32 | (units * (i + 1) / n_ranges), std::memory_order_relaxed);
-  auto run_units = [&](size_t a, size_t b) { run_rows(a * kUnitRows, b * kUnitRows, 0, n_tokens); };
-  pool.run(n_ranges, [&](size_t own, int) {
-    size_t a, b;
-    // Own range front to back, a third of what is left at a time: few claims,
-    // small ones at the end where stealing may start.
-    while (claim(spans[own].v, false, 3, a, b)) run_units(a, b);
-    for (;;) {  // then half of what is left of the fullest other range, from its back
-      size_t victim = n_ranges, most = 0;
-      for (size_t i = 0; i < n_ranges; ++i) {
-        const uint64_t s = spans[i].v.load(std::memory_order_relaxed);
-        const size_t left = size_t(uint32_t(s)) - std::min(size_t(uint32_t(s)), size_t(s >> 32));
-        if (left > most) most = left, victim = i;
-      }
-      if (victim == n_ranges) return;
-      if (claim(spans[victim].v, true, 2, a, b)) run_units(a, b);
-    }
+  scratch.split.reset(total_rows / kUnitRows, size_t(pool.size()), 2);
+  pool.run(size_t(pool.size()), [&](size_t own, int) {
+    scratch.split.work(own, [&](size_t a, size_t b) { run_rows(a * kUnitRows, b * kUnitRows, 0, n_tokens); });
   });
 }
 

@@ -5,13 +5,12 @@
 // (GEMM, compute-bound). Both call the same per-(row, token) dot product, so
 // one token's output does not depend on the batch it was computed in.
 #pragma once
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
+#include "kernels/range_split.h"
 #include "kernels/thread_pool.h"
 #include "tensor/dtype.h"
 
@@ -37,13 +36,7 @@ struct WeightMatrix {
 struct MatmulScratch {
   std::vector<uint8_t> act;
   std::vector<float> act_scales;  // rows-of-8 matrices: kernels/rows8.h
-  // Decode: each thread's range of rows still to do (matmul.cpp), one cache
-  // line each so claiming from one's own range does not contend.
-  struct alignas(64) Span {
-    std::atomic<uint64_t> v{0};
-  };
-  std::unique_ptr<Span[]> spans;
-  size_t n_spans = 0;
+  RangeSplit split;  // decode: the rows still to do, per thread
 };
 
 // Several matrices of the same width applied to one input (Q, K and V; gate

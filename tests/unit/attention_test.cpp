@@ -173,15 +173,19 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
 
 // A decode step spreads one item's chunks over the threads; a prefill runs
 // each item's chunks in turn on one thread. Same bits either way, so a token
-// never depends on the batch it was computed in.
-TEST(Attention, SplitChunksEqualOneThreadBitwise) {
+// never depends on the batch it was computed in. With more threads than
+// cores, some start late and their ranges of chunks are taken over
+// (kernels/range_split.h): still every chunk once, same bits.
+class AttentionThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(AttentionThreads, SplitChunksEqualOneThreadBitwise) {
   const size_t hd = 64;
   const int n_kv = 3, group = 3, n_ctx = 1000;
   const KvRows kv(DType::F16, hd, n_ctx, n_kv, 9);
   const auto q = randn(size_t(n_kv * group) * hd, 4, 1.f);
-  ThreadPool pool(2);
+  ThreadPool pool(GetParam());
   AttnScratch scratch(group, hd, pool.size(), n_ctx);
-  for (int n_pos : {1, 129, 777, n_ctx}) {
+  for (int n_pos : {1, 129, 777, n_ctx, 777, n_ctx}) {
     // One item (split into chunks) per KV head, alone in its batch.
     std::vector<float> split(q.size()), whole(q.size());
     for (int g = 0; g < n_kv; ++g) {
@@ -208,6 +212,8 @@ TEST(Attention, SplitChunksEqualOneThreadBitwise) {
     EXPECT_EQ(split, whole) << "n_pos " << n_pos;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Threads, AttentionThreads, ::testing::Values(2, 5));
 
 // One-hot keys: the query matches position 2 only, so the output is V[2].
 TEST(Attention, OneHotKeysSelectTheirValue) {
