@@ -200,7 +200,12 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   if (size_t(pool.size()) * per_thread > scratch.per_thread.size())
     throw Error("attention: the scratch was sized for fewer threads");
   auto thread_scratch = [&](int thread) { return &scratch.per_thread[size_t(thread) * per_thread]; };
-  if (items.size() >= scratch.split_below) {
+  // Items of one chunk each (a decode step before position kAttnChunk) have
+  // nothing to split or merge: one job, one barrier instead of two.
+  const bool one_chunk_each = std::all_of(items.begin(), items.end(), [](const AttnItem& it) {
+    return attn_chunks(it.first, it.n_pos) == 1;
+  });
+  if (items.size() >= scratch.split_below || one_chunk_each) {
     pool.run(items.size(), [&](size_t i, int thread) {
       const AttnItem& it = items[i];
       attend(it.q, group, it.kv, it.first, it.n_pos, head_dim, scale, thread_scratch(thread), it.out);
