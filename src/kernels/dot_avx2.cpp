@@ -13,6 +13,7 @@
 #include "kernels/dot.h"
 #include "kernels/dot_shapes.h"
 #include "kernels/hsum_avx2.h"
+#include "kernels/rows8_avx2.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
 #include "tensor/half.h"
@@ -222,15 +223,6 @@ struct Tiles {
 // repeats the scalar reference's float operations lane by lane, in its order
 // (dot_scalar.cpp), so results equal it bit for bit.
 
-inline __m256i broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return _mm256_set1_epi32(v);
-}
-inline __m256 load_halves8(const uint8_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
 // q4_1 x q8_1: float(sumi) * (d_w*d_x) + m_w*s_x per block.
 struct Q4_1Rows8 {
   using A = BlockQ8_1;
@@ -288,13 +280,6 @@ struct Q8_0Rows8 {
     return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs)), acc);
   }
 };
-
-// Software prefetch this far ahead of the block being multiplied. A decode
-// matmul gives each thread one sequential range of rows (matmul.cpp), and the
-// hardware prefetcher alone leaves the core short of bandwidth (default model,
-// 2 threads, tg128: ~190 -> ~210 tok/s at 1 KiB; 512 B and 2-4 KiB did less).
-// The lines past a range's end it touches are the next range's: harmless.
-constexpr size_t kPrefetchAhead = 1024;
 
 // q4_0 x q8_0: float(sumi) * (d_w*d_x) per block, with the quants q - 8 in
 // -8..7: the sign trick of q8_0, and eight vpmaddubsw results still add up
@@ -399,8 +384,7 @@ void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, con
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (size_t b = 0; b < n / kQK; ++b) {
     const uint8_t* blk = group + b * K::kBlockBytes;
-    for (size_t o = 0; o < K::kBlockBytes; o += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
+    prefetch_ahead(blk, K::kBlockBytes);
     __m256i w[8];
     K::load(blk, w);
     const typename K::Scales s = K::scales(blk);

@@ -22,6 +22,7 @@
 #include "kernels/dot.h"
 #include "kernels/dot_shapes.h"
 #include "kernels/hsum_avx2.h"
+#include "kernels/rows8_avx2.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
 
@@ -178,12 +179,96 @@ struct SuperBlocks {
   }
 };
 
+// ---- Q4_K in rows of 8 (kernels/rows8.h) -----------------------------------
+// A group's super-block holds the 8 rows' d, then their dmin (f16, side by
+// side), then the 12 scale bytes as 3 runs of 32 (run c: row r's bytes
+// 4c..4c+3 in lane r), then the 128 quant bytes as 32 runs: run c holds row
+// r's qs[4c..4c+3], whose low nibbles are weights 64(c/8) + 4(c%8) + 0..3
+// (sub-block 2(c/8)) and high nibbles the same + 32 (sub-block 2(c/8) + 1).
+// Lane r then carries row r's exact integer sums, sumi = sum_j sc_j * isum_j
+// and summ = sum_j m_j * bsum_j, and the float terms repeat the scalar
+// reference's operations in its order (dot_scalar.cpp), so results equal it
+// bit for bit. Bounds: eight vpmaddubsw lanes of u4 x s8 add up in int16
+// (8 * 2*15*127 = 30480); sumi stays below 8 * 63 * 60960 < 2^31.
+struct Q4_KRows8 {
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_K);
+  static constexpr size_t kScales = 32, kQuants = 32 + 3 * 32;
+
+  // Sub-block j's 6-bit scale and minimum of each row (kquant_scale_min on
+  // the rows' scale words: word 0 = bytes 0..3, 1 = 4..7, 2 = 8..11).
+  static void scales_mins(const uint8_t* blk, __m256i sc[8], __m256i m[8]) {
+    const __m256i w0 = load32(blk + kScales), w1 = load32(blk + kScales + 32), w2 = load32(blk + kScales + 64);
+    const __m256i low6 = _mm256_set1_epi32(63), low4 = _mm256_set1_epi32(15), low2 = _mm256_set1_epi32(3);
+    auto bits = [](__m256i w, int shift, __m256i mask) {
+      return _mm256_and_si256(_mm256_srl_epi32(w, _mm_cvtsi32_si128(shift)), mask);
+    };
+    for (int j = 0; j < 4; ++j) {
+      sc[j] = bits(w0, 8 * j, low6);
+      m[j] = bits(w1, 8 * j, low6);
+      sc[j + 4] = _mm256_or_si256(bits(w2, 8 * j, low4), _mm256_slli_epi32(bits(w0, 8 * j + 6, low2), 4));
+      m[j + 4] = _mm256_or_si256(bits(w2, 8 * j + 4, low4), _mm256_slli_epi32(bits(w1, 8 * j + 6, low2), 4));
+    }
+  }
+
+  template <int NT>
+  static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i nibble = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    for (size_t b = 0; b < n / kQK_K; ++b) {
+      const uint8_t* blk = group + b * kBlockBytes;
+      prefetch_ahead(blk, kBlockBytes);
+      __m256i sc[8], m[8];
+      scales_mins(blk, sc, m);
+      const __m256 d = load_halves8(blk), dmin = load_halves8(blk + 16);
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_K& x = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * a_stride)[b];
+        __m256i sumi = _mm256_setzero_si256(), summ = _mm256_setzero_si256();
+        for (int j = 0; j < 4; ++j) {
+          __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+          for (int c = 0; c < 8; ++c) {
+            const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
+            lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(v, nibble), broadcast4(x.qs + 64 * j + 4 * c)));
+            hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble),
+                                                           broadcast4(x.qs + 64 * j + 32 + 4 * c)));
+          }
+          sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(_mm256_madd_epi16(lo, ones), sc[2 * j]));
+          sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(_mm256_madd_epi16(hi, ones), sc[2 * j + 1]));
+        }
+        for (int j = 0; j < 8; ++j)
+          summ = _mm256_add_epi32(summ, _mm256_mullo_epi32(m[j], _mm256_set1_epi32(x.bsums[2 * j] + x.bsums[2 * j + 1])));
+        const __m256 yd = _mm256_set1_ps(x.d);
+        const __m256 term = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, yd), _mm256_cvtepi32_ps(sumi)),
+                                          _mm256_mul_ps(_mm256_mul_ps(dmin, yd), _mm256_cvtepi32_ps(summ)));
+        acc[t] = _mm256_add_ps(acc[t], term);
+      }
+    }
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
+  }
+};
+
+void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
+                float* y, size_t y_stride) {
+  auto* g = static_cast<const uint8_t*>(group);
+  auto* a = static_cast<const uint8_t*>(act);
+  switch (n_tokens) {
+    case 1: return Q4_KRows8::run<1>(g, a, a_stride, n, y, y_stride);
+    case 2: return Q4_KRows8::run<2>(g, a, a_stride, n, y, y_stride);
+    case 3: return Q4_KRows8::run<3>(g, a, a_stride, n, y, y_stride);
+    default: return Q4_KRows8::run<4>(g, a, a_stride, n, y, y_stride);
+  }
+}
+
 template <class K>
 constexpr DotKernel kernel_of() {
   using T = SuperBlocks<K>;
   return {ActFormat::Q8_K, quantize_row_q8_k, dot_1x1<T>, dot_1x4<T>, dot_4x1<T>};
 }
-const DotKernel kQ4_K = kernel_of<Q45K<BlockQ4_K>>();
+constexpr DotKernel with_rows8(DotKernel k, decltype(DotKernel::rows8) rows8) {
+  k.rows8 = rows8;
+  return k;
+}
+const DotKernel kQ4_K = with_rows8(kernel_of<Q45K<BlockQ4_K>>(), q4_k_rows8);
 const DotKernel kQ5_K = kernel_of<Q45K<BlockQ5_K>>();
 const DotKernel kQ6_K = kernel_of<Q6K>();
 

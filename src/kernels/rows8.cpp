@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/dot.h"
+#include "tensor/blocks.h"
 #include "tensor/half.h"
 
 namespace kvlab::kernels {
@@ -12,13 +13,13 @@ namespace {
 // A quantized block as f16 header values followed by its other bytes (quant
 // bytes; for q5_0 / q5_1 first the 4 bytes of fifth bits), moved in runs of 4.
 struct BlockShape {
-  size_t halves;  // q8_0, q4_0, q5_0: 1 (d); q4_1, q5_1: 2 (d, m)
-  size_t quants;  // the rest: 32 for q8_0, 16 for q4_*, 20 for q5_*
+  size_t halves;  // q8_0, q4_0, q5_0: 1 (d); q4_1, q5_1: 2 (d, m); q4_k: 2 (d, dmin)
+  size_t quants;  // the rest: 32 for q8_0, 16 for q4_0/q4_1, 20 for q5_*, 140 for q4_k
 };
 
 BlockShape block_shape(tensor::DType t) {
   const tensor::DTypeInfo& info = tensor::dtype_info(t);
-  const size_t halves = t == tensor::DType::Q4_1 || t == tensor::DType::Q5_1 ? 2 : 1;
+  const size_t halves = t == tensor::DType::Q4_1 || t == tensor::DType::Q5_1 || t == tensor::DType::Q4_K ? 2 : 1;
   return {halves, info.block_bytes - 2 * halves};
 }
 
@@ -55,6 +56,7 @@ bool relayout_rows8(WeightMatrix& w, uint8_t* data) {
 }
 
 void rows8_act_scales(ActFormat f, const void* act_row, size_t n, float* out) {
+  if (f == ActFormat::Q8_K) return;  // its scale is f32 already; the q4_k kernel reads it in place
   const size_t nb = n / tensor::kQK;
   if (f == ActFormat::Q8_1) {
     const auto* b = static_cast<const tensor::BlockQ8_1*>(act_row);
@@ -81,7 +83,7 @@ void dequantize_row(const WeightMatrix& w, size_t r, float* out) {
   const size_t block_bytes = 2 * s.halves + s.quants, n_blocks = w.row_bytes / block_bytes;
   const uint8_t* group = w.data + (r / kRows8) * kRows8 * w.row_bytes;
   const size_t lane = r % kRows8;
-  uint8_t block[64];  // one block of row r, put back in GGUF order (34 bytes at most)
+  uint8_t block[sizeof(tensor::BlockQ4_K)];  // one block of row r, put back in GGUF order (q4_k's is the largest)
   for (size_t b = 0; b < n_blocks; ++b) {
     const uint8_t* src = group + b * kRows8 * block_bytes;
     for (size_t k = 0; k < s.halves; ++k) std::memcpy(block + 2 * k, src + header_offset(k, lane), 2);

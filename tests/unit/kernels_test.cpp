@@ -197,10 +197,12 @@ TEST(Matmul, SharedInputEqualsSeparateCalls) {
 TEST(Rows8, EqualsScalarReferenceBitwise) {
   for (Isa isa : available_isas()) {
     IsaGuard guard(isa);
-    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::F16}) {
+    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::F16}) {
       const auto& info = tensor::dtype_info(t);
       const DotKernel& ref = dot_kernel(t, Isa::Scalar);
-      for (auto [rows, cols] : {std::pair<size_t, size_t>{8, 32}, {24, 96}, {40, 608}}) {
+      const size_t per_block = std::max<size_t>(1, info.block_size / tensor::kQK);  // K-quants: 256-wide blocks
+      for (auto [rows, blocks] : {std::pair<size_t, size_t>{8, 1}, {24, 3}, {40, 19}}) {
+        const size_t cols = blocks * per_block * tensor::kQK;
         const auto wf = randn(rows * cols, uint32_t(rows + cols), 0.1f);
         std::vector<uint8_t> plain(rows * cols / info.block_size * info.block_bytes);
         info.quantize(wf.data(), plain.data(), rows * cols);
