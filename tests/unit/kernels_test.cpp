@@ -171,7 +171,9 @@ TEST(Matmul, SharedInputEqualsSeparateCalls) {
   }
   for (size_t i = 0; i < ms.size(); ++i) {
     ws.push_back({ms[i].t, bytes[i].data(), ms[i].rows, cols, bytes[i].size() / ms[i].rows});
-    if (ms[i].rows8) ASSERT_TRUE(relayout_rows8(ws.back(), bytes[i].data()));
+    if (ms[i].rows8) {
+      ASSERT_TRUE(relayout_rows8(ws.back(), bytes[i].data()));
+    }
   }
   for (size_t T : {1u, 6u, 70u}) {
     const auto x = randn(T * cols, uint32_t(T));
