@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/error.h"
+
 namespace kvlab::kernels {
 
 class RangeSplit {
@@ -24,6 +26,7 @@ class RangeSplit {
   // Before the job: `units` split into `ranges` (the pool's size) ranges.
   // Claims take at least `min_take` units (the rest of a range if fewer).
   void reset(size_t units, size_t ranges, size_t min_take) {
+    if (units > UINT32_MAX) throw Error("a job of more than 2^32 units cannot be split");
     if (capacity_ < ranges) {
       spans_ = std::make_unique<Span[]>(ranges);
       capacity_ = ranges;

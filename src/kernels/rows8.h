@@ -12,7 +12,8 @@
 // A group of 8 rows occupies exactly the bytes it did before, so the change is
 // made in place, group by group. Within a group, column block b is
 //
-//   half  h[k][r]                 header value k (q8_0, q4_0, q5_0: d; q4_1, q5_1: d, m) of row r
+//   half  h[k][r]                 header value k (q8_0, q4_0, q5_0: d; q4_1, q5_1: d, m;
+//                                 q4_k: d, dmin) of row r
 //   byte  qs[(j/4)*32 + r*4 + j%4]  byte j after the headers of row r's block
 //
 // i.e. the headers of the 8 rows side by side, then the other bytes in runs
@@ -20,6 +21,8 @@
 // nibbles (elements 4c..4c+3) and the matching high nibbles (elements
 // 16+4c..): the GGUF byte unchanged. For q5_0 and q5_1 the first run holds
 // the rows' 32-bit words of fifth bits, one row per lane, then the nibbles.
+// A q4_k block is a 256-weight super-block: its 12 scale bytes make the first
+// three runs, then its 128 quant bytes (dot_kquants_avx2.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
