@@ -73,15 +73,19 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
 
   // Rows [r0, r1) of the matrices' rows laid end to end, split at the
   // matrices' boundaries (each a multiple of kUnitRows rows in this count).
+  // Each matrix's kernel is looked up once here, not per tile or chunk.
   size_t starts[kMaxShared + 1] = {0};
-  for (size_t m = 0; m < outs.size(); ++m)
+  const DotKernel* kernels[kMaxShared];
+  for (size_t m = 0; m < outs.size(); ++m) {
     starts[m + 1] = starts[m] + (outs[m].w->rows + kUnitRows - 1) / kUnitRows * kUnitRows;
+    kernels[m] = &dot_kernel(outs[m].w->dtype);
+  }
   auto run_rows = [&](size_t r0, size_t r1, size_t t0, size_t t1) {
     for (size_t m = 0; m < outs.size(); ++m) {
       const size_t a = std::max(r0, starts[m]), b = std::min(r1, starts[m + 1]);
       if (a >= b) continue;
       const WeightMatrix& w = *outs[m].w;
-      multiply_rows(dot_kernel(w.dtype), w, act, act_bytes, scales, sc_floats, a - starts[m],
+      multiply_rows(*kernels[m], w, act, act_bytes, scales, sc_floats, a - starts[m],
                     std::min(w.rows, b - starts[m]), t0, t1, outs[m].y);
     }
   };
