@@ -216,14 +216,55 @@ struct Tiles {
 
 // ---- rows of 8 (kernels/rows8.h) -------------------------------------------
 // One column block of a group holds the 8 rows' f16 headers, then their quant
-// bytes in 32-byte runs of 4 bytes per row. `load` turns the runs into 8
-// vectors w[i] whose lane r holds 4 quants of row r, paired with activation
-// bytes 4i..4i+3, so a broadcast of those 4 bytes multiplies all 8 rows and
-// `isum` leaves row r's exact integer block sum in lane r. The scaling then
+// bytes in 32-byte runs of 4 bytes per row. A kernel takes a block in two
+// halves: `load_half(blk, h, w)` turns it into 4 vectors w[i] whose lane r
+// holds 4 quants of row r, paired with activation bytes 16h+4i..16h+4i+3, so
+// a broadcast of those 4 bytes multiplies all 8 rows; `half_sum` adds up a
+// half's products and `block_sum` joins the two halves into row r's exact
+// integer block sum in lane r, with no horizontal step. The scaling then
 // repeats the scalar reference's float operations lane by lane, in its order
-// (dot_scalar.cpp), so results equal it bit for bit.
+// (dot_scalar.cpp), so results equal it bit for bit. Halves rather than whole
+// blocks keep 4 weight vectors live instead of 8: with 4 tokens' accumulators
+// and sums that fits the 16 ymm registers, where whole blocks spilled the
+// accumulators to the stack (perf annotate of pp512: 25% of the kernel's
+// samples on those stores and reloads).
 
-// q4_1 x q8_1: float(sumi) * (d_w*d_x) + m_w*s_x per block.
+inline __m256i ones16() { return _mm256_set1_epi16(1); }
+// The 4 vpmaddubsw products of a half (unsigned weights w against signed
+// activations), added in int16: the caller checks they cannot overflow.
+inline __m256i half_maddubs(const __m256i w[4], const int8_t* qx) {
+  __m256i p = _mm256_maddubs_epi16(w[0], broadcast4(qx));
+  for (int i = 1; i < 4; ++i) {
+    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], broadcast4(qx + 4 * i)));
+    in_order(p);
+  }
+  return p;
+}
+// s8 weights: the sign trick moves each weight's sign onto its activation.
+inline __m256i abs_signed(const __m256i w[4], const int8_t* qx, int i) {
+  return _mm256_maddubs_epi16(_mm256_sign_epi8(w[i], w[i]), _mm256_sign_epi8(broadcast4(qx + 4 * i), w[i]));
+}
+inline __m256i half_maddubs_signed(const __m256i w[4], const int8_t* qx) {
+  __m256i p = abs_signed(w, qx, 0);
+  for (int i = 1; i < 4; ++i) {
+    p = _mm256_add_epi16(p, abs_signed(w, qx, i));
+    in_order(p);
+  }
+  return p;
+}
+// Runs 0..3 of a q4 block: half 0 is their low nibbles (elements 4c..4c+3),
+// half 1 their high nibbles (16+4c..).
+inline void load_nibbles(const uint8_t* runs, int h, __m256i w[4]) {
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(runs + 32 * c));
+    w[c] = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, mask);
+  }
+}
+
+// q4_1 x q8_1: float(sumi) * (d_w*d_x) + m_w*s_x per block. u4 x s8 pairs:
+// each vpmaddubsw lane is at most 2*15*127 = 3810 in magnitude, so all eight
+// of a block add up in int16 (30480 < 32767).
 struct Q4_1Rows8 {
   using A = BlockQ8_1;
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_1);
@@ -231,22 +272,9 @@ struct Q4_1Rows8 {
     __m256 d, m;
   };
   static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
-  // Runs 0..3: low nibbles, elements 4c..4c+3; as high nibbles, 16+4c.. .
-  static void load(const uint8_t* blk, __m256i w[8]) {
-    const __m256i mask = _mm256_set1_epi8(0x0f);
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 + 32 * c));
-      w[c] = _mm256_and_si256(v, mask);
-      w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    }
-  }
-  // u4 x s8 pairs: each vpmaddubsw lane is at most 2*15*127 = 3810 in
-  // magnitude, so eight of them add up in int16 (30480 < 32767).
-  static __m256i isum(const __m256i w[8], const int8_t* qx) {
-    __m256i p = _mm256_maddubs_epi16(w[0], broadcast4(qx));
-    for (int i = 1; i < 8; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], broadcast4(qx + 4 * i)));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-  }
+  static void load_half(const uint8_t* blk, int h, __m256i w[4]) { load_nibbles(blk + 32, h, w); }
+  static __m256i half_sum(const __m256i w[4], const int8_t* qx) { return half_maddubs(w, qx); }
+  static __m256i block_sum(__m256i lo, __m256i hi) { return _mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones16()); }
   // xs: the activation block's d and s as f32 (rows8_act_scales).
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
     const __m256 dd = _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs));
@@ -254,7 +282,9 @@ struct Q4_1Rows8 {
   }
 };
 
-// q8_0 x q8_0: float(sumi) * (d_w*d_x) per block.
+// q8_0 x q8_0: float(sumi) * (d_w*d_x) per block. s8 x s8 through the sign
+// trick; a pair can reach 2*128*127 = 32512, so each vpmaddubsw result is
+// widened to int32 before the next is added.
 struct Q8_0Rows8 {
   using A = BlockQ8_0;
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ8_0);
@@ -262,20 +292,18 @@ struct Q8_0Rows8 {
     __m256 d;
   };
   static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
-  static void load(const uint8_t* blk, __m256i w[8]) {
-    for (int c = 0; c < 8; ++c) w[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+  static void load_half(const uint8_t* blk, int h, __m256i w[4]) {
+    for (int i = 0; i < 4; ++i) w[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * (4 * h + i)));
   }
-  // s8 x s8 through the sign trick; a pair can reach 2*128*127 = 32512, so
-  // each vpmaddubsw result is widened to int32 before the next is added.
-  static __m256i isum(const __m256i w[8], const int8_t* qx) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i s = _mm256_setzero_si256();
-    for (int i = 0; i < 8; ++i) {
-      const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w[i], w[i]), _mm256_sign_epi8(broadcast4(qx + 4 * i), w[i]));
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+  static __m256i half_sum(const __m256i w[4], const int8_t* qx) {
+    __m256i s = _mm256_madd_epi16(abs_signed(w, qx, 0), ones16());
+    for (int i = 1; i < 4; ++i) {
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(abs_signed(w, qx, i), ones16()));
+      in_order(s);
     }
     return s;
   }
+  static __m256i block_sum(__m256i lo, __m256i hi) { return _mm256_add_epi32(lo, hi); }
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
     return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs)), acc);
   }
@@ -289,20 +317,12 @@ struct Q4_0Rows8 {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_0);
   using Scales = Q8_0Rows8::Scales;
   static Scales scales(const uint8_t* blk) { return Q8_0Rows8::scales(blk); }
-  static void load(const uint8_t* blk, __m256i w[8]) {
-    const __m256i mask = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
-      w[c] = _mm256_sub_epi8(_mm256_and_si256(v, mask), eight);
-      w[4 + c] = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), eight);
-    }
+  static void load_half(const uint8_t* blk, int h, __m256i w[4]) {
+    load_nibbles(blk + 16, h, w);
+    for (int i = 0; i < 4; ++i) w[i] = _mm256_sub_epi8(w[i], _mm256_set1_epi8(8));
   }
-  static __m256i isum(const __m256i w[8], const int8_t* qx) {
-    __m256i p = _mm256_setzero_si256();
-    for (int i = 0; i < 8; ++i)
-      p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_sign_epi8(w[i], w[i]), _mm256_sign_epi8(broadcast4(qx + 4 * i), w[i])));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-  }
+  static __m256i half_sum(const __m256i w[4], const int8_t* qx) { return half_maddubs_signed(w, qx); }
+  static __m256i block_sum(__m256i lo, __m256i hi) { return Q4_1Rows8::block_sum(lo, hi); }
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
     return Q8_0Rows8::accumulate(acc, sum, s, xs);
   }
@@ -322,15 +342,11 @@ inline __m256i fifth_bits(__m256i words, int byte, int odd) {
   return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
 }
 template <int kHalves>
-inline void load_q5_rows8(const uint8_t* blk, __m256i w[8]) {
+inline void load_q5_half(const uint8_t* blk, int h, __m256i w[4]) {
   const uint8_t* body = blk + 16 * kHalves;
   const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(body));
-  const __m256i mask = _mm256_set1_epi8(0x0f);
-  for (int c = 0; c < 4; ++c) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(body + 32 + 32 * c));
-    w[c] = _mm256_or_si256(_mm256_and_si256(v, mask), fifth_bits(words, c / 2, c % 2));
-    w[4 + c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), fifth_bits(words, 2 + c / 2, c % 2));
-  }
+  load_nibbles(body + 32, h, w);
+  for (int c = 0; c < 4; ++c) w[c] = _mm256_or_si256(w[c], fifth_bits(words, 2 * h + c / 2, c % 2));
 }
 
 // q5_0 x q8_0: float(sumi) * (d_w*d_x) per block, quants q - 16 in -16..15:
@@ -341,58 +357,63 @@ struct Q5_0Rows8 {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_0);
   using Scales = Q8_0Rows8::Scales;
   static Scales scales(const uint8_t* blk) { return Q8_0Rows8::scales(blk); }
-  static void load(const uint8_t* blk, __m256i w[8]) {
-    load_q5_rows8<1>(blk, w);
-    for (int i = 0; i < 8; ++i) w[i] = _mm256_sub_epi8(w[i], _mm256_set1_epi8(16));
+  static void load_half(const uint8_t* blk, int h, __m256i w[4]) {
+    load_q5_half<1>(blk, h, w);
+    for (int i = 0; i < 4; ++i) w[i] = _mm256_sub_epi8(w[i], _mm256_set1_epi8(16));
   }
-  static __m256i isum(const __m256i w[8], const int8_t* qx) { return Q4_0Rows8::isum(w, qx); }
+  static __m256i half_sum(const __m256i w[4], const int8_t* qx) { return half_maddubs_signed(w, qx); }
+  static __m256i block_sum(__m256i lo, __m256i hi) { return Q4_1Rows8::block_sum(lo, hi); }
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
     return Q8_0Rows8::accumulate(acc, sum, s, xs);
   }
 };
 
 // q5_1 x q8_1: as q4_1, with u5 x s8 pairs of at most 2*31*127 = 7874: four
-// add up in int16 (31496), so the eight are widened in two halves.
+// add up in int16 (31496), so each half is widened on its own.
 struct Q5_1Rows8 {
   using A = BlockQ8_1;
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_1);
   using Scales = Q4_1Rows8::Scales;
   static Scales scales(const uint8_t* blk) { return Q4_1Rows8::scales(blk); }
-  static void load(const uint8_t* blk, __m256i w[8]) { load_q5_rows8<2>(blk, w); }
-  static __m256i isum(const __m256i w[8], const int8_t* qx) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i half[2];
-    for (int h = 0; h < 2; ++h) {
-      __m256i p = _mm256_maddubs_epi16(w[4 * h], broadcast4(qx + 16 * h));
-      for (int i = 1; i < 4; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[4 * h + i], broadcast4(qx + 16 * h + 4 * i)));
-      half[h] = _mm256_madd_epi16(p, ones);
-    }
-    return _mm256_add_epi32(half[0], half[1]);
+  static void load_half(const uint8_t* blk, int h, __m256i w[4]) { load_q5_half<2>(blk, h, w); }
+  static __m256i half_sum(const __m256i w[4], const int8_t* qx) {
+    return _mm256_madd_epi16(half_maddubs(w, qx), ones16());
   }
+  static __m256i block_sum(__m256i lo, __m256i hi) { return _mm256_add_epi32(lo, hi); }
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
     return Q4_1Rows8::accumulate(acc, sum, s, xs);
   }
 };
 
-// One group against NT tokens: each block's weights are unpacked once and
-// meet all NT activation rows.
+// One group against NT tokens: each half block's weights are unpacked once
+// and meet all NT activation rows.
 template <class K, int NT>
 void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, const float* scales, size_t s_stride,
                   size_t n, float* y, size_t y_stride) {
   using A = typename K::A;
+  // Unrolled before GCC's scalar replacement of aggregates, so acc[] and
+  // lo[] become registers instead of stack slots (without: each token's
+  // accumulator went through a store and a reload every block).
   __m256 acc[NT];
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (size_t b = 0; b < n / kQK; ++b) {
     const uint8_t* blk = group + b * K::kBlockBytes;
     prefetch_ahead(blk, K::kBlockBytes);
-    __m256i w[8];
-    K::load(blk, w);
+    const auto qs = [&](int t) { return reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b].qs; };
+    __m256i w[4], lo[NT];
+    K::load_half(blk, 0, w);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) lo[t] = K::half_sum(w, qs(t));
+    K::load_half(blk, 1, w);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) lo[t] = K::block_sum(lo[t], K::half_sum(w, qs(t) + kQK / 2));
     const typename K::Scales s = K::scales(blk);
-    for (int t = 0; t < NT; ++t) {
-      const A& x = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b];
-      acc[t] = K::accumulate(acc[t], _mm256_cvtepi32_ps(K::isum(w, x.qs)), s, scales + size_t(t) * s_stride + 2 * b);
-    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t)
+      acc[t] = K::accumulate(acc[t], _mm256_cvtepi32_ps(lo[t]), s, scales + size_t(t) * s_stride + 2 * b);
   }
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
 }
 

@@ -231,6 +231,8 @@ struct Q4_KRows8 {
             lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(v, nibble), broadcast4(x.qs + 64 * j + 4 * c)));
             hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble),
                                                            broadcast4(x.qs + 64 * j + 32 + 4 * c)));
+            in_order(lo);
+            in_order(hi);
           }
           sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(_mm256_madd_epi16(lo, ones), sc[2 * j]));
           sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(_mm256_madd_epi16(hi, ones), sc[2 * j + 1]));
