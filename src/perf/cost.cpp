@@ -203,7 +203,7 @@ double matmul_rows(const model::Config& c) {
   return double(c.n_layer) * (qd + 2.0 * kvd + d + 2.0 * ff + d) + double(c.n_vocab);
 }
 
-double matmul_calls(const model::Config& c) { return 7.0 * double(c.n_layer) + 1.0; }
+double matmul_calls(const model::Config& c) { return 4.0 * double(c.n_layer) + 1.0; }
 
 double weight_memory_bytes(const model::Config& c, double weight_bytes) {
   const ParamCount n = param_count(c);

@@ -104,7 +104,10 @@ ParamCount param_count(const model::Config& c);
 // q, k, v, o, gate, up, down per layer, then the LM head): a one-token matmul
 // computes one dot product, and pays one row's fixed cost, per row.
 double matmul_rows(const model::Config& c);
-// Matrices one pass multiplies by: 7 per layer and the LM head.
+// Matmul jobs one pass runs, each paying a fixed start and tail (Efficiency::
+// call_s): 4 per layer and the LM head. The engine multiplies matrices that
+// share an input in one job (model/model.cpp: Q, K and V; gate and up), so
+// a layer's 7 matrices are 4 jobs.
 double matmul_calls(const model::Config& c);
 
 // Bytes the weights occupy in memory: matrices at `weight_bytes` each, norm

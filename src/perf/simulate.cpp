@@ -106,7 +106,7 @@ Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::str
   const MatmulRate* mm = hw.kernels ? hw.kernels->find_matmul(weights) : nullptr;
   const AttentionRate* at = hw.kernels ? hw.kernels->find_attention(kv, c.head_dim) : nullptr;
   if (!mm || !at) return {};
-  // kvlab's layer runs 6 thread-pool jobs besides its 7 matmuls and its
+  // kvlab's layer runs 6 thread-pool jobs besides its 4 matmul jobs and its
   // attention: 2 RMSNorms, RoPE, SiLU·up, 2 residual adds (model/model.cpp).
   // Their cost per job counts once per layer even in a decode step, where
   // each job is one short task; the element-wise rate covers their work.

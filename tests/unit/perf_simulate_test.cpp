@@ -93,11 +93,11 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   //   attention FLOPs    2 layers · 44 FLOP · 4 pairs = 352
   //   weight bytes       1392 + 8 (one embedding row) = 1400
   //   KV bytes           per layer: K and V written 8 + 8, read 32 + 32: 2 · 80 = 160
-  //   weight rows, calls 138, 15 (perf_cost_test)
+  //   weight rows, matmul jobs 138, 9 (perf_cost_test)
   // Matmuls at 1000 FLOP/s, element-wise at 212, attention at 100 (one
   // token: the decode rate), 1000 bytes/s, 0.01 s per weight row, 0.02 s
   // per matmul call:
-  //   dense      max(2.464 + 2, 1.4 + 1.38 + 0.3) = 4.464 s  (compute)
+  //   dense      max(2.464 + 2, 1.4 + 1.38 + 0.18) = 4.464 s  (compute)
   //   attention  max(3.52, 0.16)            = 3.52 s   (compute)
   // One roofline over the whole pass would give max(3.24, 1.56) = 3.24 s.
   Machine m = ideal(1e3, 1e3);
@@ -116,7 +116,7 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   EXPECT_DOUBLE_EQ(t.attention_s, 3.52);
   EXPECT_DOUBLE_EQ(t.seconds, 4.464 + 3.52);
   EXPECT_DOUBLE_EQ(t.compute_s, 4.464 + 3.52);
-  EXPECT_DOUBLE_EQ(t.memory_s, 1.4 + 1.38 + 0.3 + 0.16);
+  EXPECT_DOUBLE_EQ(t.memory_s, 1.4 + 1.38 + 0.18 + 0.16);
   EXPECT_EQ(t.bound, Bound::Compute);
   // Two tokens (positions 3 and 4 see 4 + 5 = 9 positions): the many-token
   // attention rate, here unset, so the matmul one: 2 · 44 · 9 = 792 FLOP at
