@@ -210,41 +210,58 @@ struct Q4_KRows8 {
     }
   }
 
+  // Each 32-byte run is unpacked once for all NT tokens (sub-block pair j
+  // at a time, so each token's two int16 sums stay in registers).
   template <int NT>
   static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
     __m256 acc[NT];
+#pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i nibble = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     for (size_t b = 0; b < n / kQK_K; ++b) {
       const uint8_t* blk = group + b * kBlockBytes;
       prefetch_ahead(blk, kBlockBytes);
-      __m256i sc[8], m[8];
+      const auto x = [&](int t) -> const BlockQ8_K& {
+        return reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * a_stride)[b];
+      };
+      __m256i sc[8], m[8], sumi[NT];
       scales_mins(blk, sc, m);
-      const __m256 d = load_halves8(blk), dmin = load_halves8(blk + 16);
-      for (int t = 0; t < NT; ++t) {
-        const BlockQ8_K& x = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * a_stride)[b];
-        __m256i sumi = _mm256_setzero_si256(), summ = _mm256_setzero_si256();
-        for (int j = 0; j < 4; ++j) {
-          __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-          for (int c = 0; c < 8; ++c) {
-            const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
-            lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(v, nibble), broadcast4(x.qs + 64 * j + 4 * c)));
-            hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble),
-                                                           broadcast4(x.qs + 64 * j + 32 + 4 * c)));
-            in_order(lo);
-            in_order(hi);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {
+        __m256i lo[NT], hi[NT];
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; ++c) {
+          const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
+          const __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+#pragma GCC unroll 4
+          for (int t = 0; t < NT; ++t) {
+            lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(wl, broadcast4(x(t).qs + 64 * j + 4 * c)));
+            hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(wh, broadcast4(x(t).qs + 64 * j + 32 + 4 * c)));
+            in_order(lo[t]);
+            in_order(hi[t]);
           }
-          sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(_mm256_madd_epi16(lo, ones), sc[2 * j]));
-          sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(_mm256_madd_epi16(hi, ones), sc[2 * j + 1]));
         }
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) {
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_madd_epi16(lo[t], ones), sc[2 * j]));
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_madd_epi16(hi[t], ones), sc[2 * j + 1]));
+        }
+      }
+      const __m256 d = load_halves8(blk), dmin = load_halves8(blk + 16);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        __m256i summ = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j)
-          summ = _mm256_add_epi32(summ, _mm256_mullo_epi32(m[j], _mm256_set1_epi32(x.bsums[2 * j] + x.bsums[2 * j + 1])));
-        const __m256 yd = _mm256_set1_ps(x.d);
-        const __m256 term = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, yd), _mm256_cvtepi32_ps(sumi)),
+          summ = _mm256_add_epi32(summ, _mm256_mullo_epi32(m[j], _mm256_set1_epi32(x(t).bsums[2 * j] + x(t).bsums[2 * j + 1])));
+        const __m256 yd = _mm256_set1_ps(x(t).d);
+        const __m256 term = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, yd), _mm256_cvtepi32_ps(sumi[t])),
                                           _mm256_mul_ps(_mm256_mul_ps(dmin, yd), _mm256_cvtepi32_ps(summ)));
         acc[t] = _mm256_add_ps(acc[t], term);
       }
     }
+#pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
   }
 };
