@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <thread>
@@ -235,6 +236,58 @@ TEST(Rows8, EqualsScalarReferenceBitwise) {
               ASSERT_EQ(y[i * rows + r], ref.dot(plain.data() + r * w.row_bytes, xa.data(), cols))
                   << info.name << " " << isa_name(isa) << " " << rows << "x" << cols << " T=" << T << " t=" << i
                   << " r=" << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Blocks at the ends of their integer range, so every product is as large as
+// the format allows: the rows-of-8 kernels add several vpmaddubsw results in
+// int16 before widening, and this is where a sum that did not fit would wrap
+// (the random weights above stay far from it). `high`: every quant at its
+// top (q8_0 +127, q4 15, q5 31; q4_k scales and mins 63); otherwise at its
+// bottom (q8_0 -128, and 0, which is -8 / -16 in q4_0 / q5_0).
+void fill_extreme(DType t, uint8_t* p, size_t bytes, bool high) {
+  const auto& info = tensor::dtype_info(t);
+  std::memset(p, t == DType::Q8_0 ? (high ? 0x7f : 0x80) : (high ? 0xff : 0x00), bytes);
+  const uint16_t d = tensor::f32_to_f16(0.01f), m = tensor::f32_to_f16(-0.02f);
+  for (size_t off = 0; off < bytes; off += info.block_bytes) {
+    uint16_t* h = reinterpret_cast<uint16_t*>(p + off);  // every block starts with d (then m or dmin)
+    h[0] = d;
+    if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K) h[1] = m;
+  }
+}
+
+TEST(Rows8, ExtremeQuantsEqualScalarReferenceBitwise) {
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K}) {
+      const auto& info = tensor::dtype_info(t);
+      const DotKernel& ref = dot_kernel(t, Isa::Scalar);
+      if (dot_kernel(t).rows8 == nullptr) continue;
+      const size_t rows = 16, cols = 512;
+      for (bool high : {true, false}) {
+        std::vector<uint8_t> plain(rows * cols / info.block_size * info.block_bytes);
+        fill_extreme(t, plain.data(), plain.size(), high);
+        std::vector<uint8_t> bytes = plain;
+        WeightMatrix w{t, bytes.data(), rows, cols, plain.size() / rows};
+        ASSERT_TRUE(relayout_rows8(w, bytes.data())) << info.name;
+        for (float sign : {1.f, -1.f}) {
+          for (size_t T : {1u, 4u, 7u}) {
+            const std::vector<float> x(T * cols, sign);  // every activation quantizes to +-127
+            std::vector<float> y(T * rows);
+            ThreadPool pool(2);
+            MatmulScratch s;
+            matmul(w, x.data(), T, y.data(), pool, s);
+            std::vector<uint8_t> xa(act_row_bytes(ref.act, cols));
+            ref.quantize_act(x.data(), xa.data(), cols);
+            const float want = ref.dot(plain.data(), xa.data(), cols);
+            ASSERT_TRUE(std::isfinite(want));
+            for (size_t i = 0; i < T * rows; ++i)
+              ASSERT_EQ(y[i], want) << info.name << " " << isa_name(isa) << (high ? " high" : " low") << " x=" << sign
+                                    << " T=" << T << " i=" << i;
           }
         }
       }
