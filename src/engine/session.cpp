@@ -30,7 +30,7 @@ Session::Session(const model::Model& model, SessionOptions opt)
     : model_(model),
       opt_(checked(opt)),
       pool_(opt_.n_threads),
-      cache_(model.config(), opt_.n_ctx, 1, opt_.kv_type),
+      cache_(model.config(), opt_.n_ctx, 1, opt_.kv_type, kv::Cache::PassLimit{opt_.max_batch}),
       ws_(model.config(), opt_.max_batch, opt_.n_ctx, opt_.n_threads),
       logits_(size_t(model.config().n_vocab)) {
   batch_.reserve(size_t(opt_.max_batch));

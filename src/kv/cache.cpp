@@ -8,19 +8,47 @@
 
 namespace kvlab::kv {
 
-Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type)
-    : Cache(cfg, n_ctx, n_seq, type, n_seq * blocks_for(std::max(n_ctx, 1))) {
+namespace {
+// Ring blocks a sliding-window layer needs. Logical block b goes to slot
+// b % R, so position p shares its row with p - 16R and no other: a ring of
+// R blocks holds any 16R consecutive positions. A pass of max_batch tokens
+// starting at p0 stores up to p0 + max_batch - 1 while its first token still
+// sees p0 - window + 1: window + max_batch - 1 positions. 0: no ring (no
+// sliding-window layer, or a ring no smaller than the whole context).
+int ring_blocks_for(const model::Config& cfg, int n_ctx, int max_batch) {
+  bool any = false;
+  for (int l = 0; l < cfg.n_layer; ++l) any = any || cfg.is_swa(l);
+  if (!any || max_batch <= 0) return 0;
+  const int ring = Cache::blocks_for(cfg.swa_window + max_batch - 1);
+  return ring < Cache::blocks_for(n_ctx) ? ring : 0;
+}
+}  // namespace
+
+Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, PassLimit limit)
+    : Cache(cfg, n_ctx, n_seq, type, n_seq * blocks_for(std::max(n_ctx, 1)), ring_blocks_for(cfg, n_ctx, limit.max_batch),
+            limit.max_batch) {
   for (int s = 0; s < n_seq_; ++s)
     for (int b = 0; b < blocks_per_seq_; ++b) map_block(s, b, s * blocks_per_seq_ + b);
+  if (ring_blocks_ == 0) return;
+  ring_table_.resize(table_.size());
+  for (int s = 0; s < n_seq_; ++s)
+    for (int b = 0; b < blocks_per_seq_; ++b)
+      ring_table_[size_t(s) * size_t(blocks_per_seq_) + size_t(b)] = s * ring_blocks_ + b % ring_blocks_;
 }
 
 Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks)
+    : Cache(cfg, n_ctx, n_seq, type, n_blocks, 0, 0) {}
+
+Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks, int ring_blocks,
+             int max_batch)
     : n_layer_(cfg.n_layer),
       n_head_kv_(cfg.n_head_kv),
       n_ctx_(n_ctx),
       n_seq_(n_seq),
       n_blocks_(n_blocks),
       blocks_per_seq_(blocks_for(n_ctx)),
+      ring_blocks_(ring_blocks),
+      max_batch_(max_batch),
       kv_dim_(size_t(cfg.kv_dim())),
       head_dim_(size_t(cfg.head_dim)),
       type_(type) {
@@ -36,10 +64,24 @@ Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type,
   const double total = double(n_layer_) * double(n_blocks) * double(kBlockTokens) * double(row_bytes_) * 2;
   if (total > 64.0 * (1ull << 30))
     throw Error("KV cache of " + std::to_string(uint64_t(total / (1 << 20))) + " MiB is too large; lower -c");
-  k_.resize(region(n_layer_, 0));
-  v_.resize(region(n_layer_, 0));
+  swa_.resize(size_t(n_layer_));
+  layer_offset_.assign(size_t(n_layer_) + 1, 0);
+  for (int l = 0; l < n_layer_; ++l) {
+    swa_[size_t(l)] = cfg.is_swa(l);
+    layer_offset_[size_t(l) + 1] = layer_offset_[size_t(l)] + size_t(n_head_kv_) * layer_blocks(l) * head_block_bytes();
+  }
+  k_.resize(layer_offset_.back());
+  v_.resize(layer_offset_.back());
   table_.assign(size_t(n_seq) * size_t(blocks_per_seq_), -1);
   used_.assign(size_t(n_seq), 0);
+}
+
+size_t Cache::bytes_used(int seq) const {
+  const size_t n = size_t(used(seq));
+  size_t positions = 0;  // summed over layers
+  for (int l = 0; l < n_layer_; ++l)
+    positions += ring_layer(l) ? std::min(n, size_t(ring_blocks_) * size_t(kBlockTokens)) : n;
+  return positions * 2 * row_bytes_;
 }
 
 void Cache::unmap(int seq) {

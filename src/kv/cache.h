@@ -17,6 +17,14 @@
 //  - pooled: a fixed number of blocks shared by all sequences, mapped by a
 //    kv::BlockManager, which also lets sequences share the blocks of a common
 //    prompt prefix (the server).
+// Sliding-window layers (gemma3's local layers) in the dedicated layout
+// keep only the positions they can still see: a ring of R blocks per
+// sequence, logical block b in slot b % R, so position p reuses the row of
+// p - 16R. R covers the window plus the most positions one forward pass adds
+// (max_batch) less one: no row a token of the pass still sees is
+// overwritten by a later token of the same pass. Global layers, and the
+// pooled layout (whose blocks a shared prefix may map into several
+// sequences), keep every position.
 // Element type f32, f16 or q8_0 (--kv-type): f16 halves the bytes decode
 // reads, q8_0 (32-element blocks, 34 bytes) nearly halves them again. For
 // q8_0 every head must be whole blocks (head_dim % 32 == 0).
@@ -37,8 +45,15 @@ class Cache {
   static constexpr int kBlockTokens = 16;
   static int blocks_for(int n_tokens) { return (n_tokens + kBlockTokens - 1) / kBlockTokens; }
 
-  // Dedicated layout. Throws kvlab::Error for an unsupported type or absurd sizes.
-  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type);
+  // The most positions one forward pass adds to a sequence.
+  struct PassLimit {
+    int max_batch;
+  };
+  // Dedicated layout; with a PassLimit, sliding-window layers keep window +
+  // max_batch positions (above), without, all of them. Throws kvlab::Error
+  // for an unsupported type or absurd sizes.
+  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type) : Cache(cfg, n_ctx, n_seq, type, PassLimit{0}) {}
+  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, PassLimit limit);
   // Pooled layout: n_blocks blocks, every block table empty.
   Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks);
 
@@ -57,6 +72,15 @@ class Cache {
 
   // Block table of a sequence: blocks_for(n_ctx) entries, -1 where unmapped.
   const int32_t* block_table(int seq) const { return &table_[size_t(seq) * size_t(blocks_per_seq_)]; }
+  // The table a layer's rows are found through: the ring's for a
+  // sliding-window layer that has one, else block_table(seq).
+  const int32_t* layer_table(int layer, int seq) const {
+    return ring_layer(layer) ? &ring_table_[size_t(seq) * size_t(blocks_per_seq_)] : block_table(seq);
+  }
+  // Ring blocks per sequence in a sliding-window layer; 0 when no layer has a ring.
+  int ring_blocks() const { return ring_blocks_; }
+  // Positions one forward pass may add to a sequence (0: no limit, no ring).
+  int max_batch() const { return ring_blocks_ ? max_batch_ : 0; }
   bool mapped(int seq, int pos) const { return block_table(seq)[pos / kBlockTokens] >= 0; }
   void map_block(int seq, int logical, int32_t physical) {
     table_[size_t(seq) * size_t(blocks_per_seq_) + size_t(logical)] = physical;
@@ -84,18 +108,30 @@ class Cache {
   size_t bytes_allocated() const { return k_.size() + v_.size(); }
   // K and V bytes one position adds across all layers.
   size_t bytes_per_token() const { return size_t(n_layer_) * 2 * row_bytes(); }
-  size_t bytes_used(int seq) const { return bytes_per_token() * size_t(used(seq)); }
+  // K and V bytes holding a sequence's positions (a ring holds at most its size).
+  size_t bytes_used(int seq) const;
 
  private:
+  // Both layouts: n_blocks blocks in every global layer's head regions,
+  // n_seq * ring_blocks in every sliding-window layer's (0: no rings).
+  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks, int ring_blocks, int max_batch);
+
+  bool ring_layer(int layer) const { return ring_blocks_ > 0 && swa_[size_t(layer)]; }
+  // Physical blocks in each KV head's region of a layer.
+  size_t layer_blocks(int layer) const { return size_t(ring_layer(layer) ? n_seq_ * ring_blocks_ : n_blocks_); }
   size_t region(int layer, int head) const {
-    return (size_t(layer) * size_t(n_head_kv_) + size_t(head)) * size_t(n_blocks_) * head_block_bytes();
+    return layer_offset_[size_t(layer)] + size_t(head) * layer_blocks(layer) * head_block_bytes();
   }
   uint8_t* row(std::vector<uint8_t>& buf, int layer, int head, int seq, int pos) {
-    const size_t block = size_t(block_table(seq)[pos / kBlockTokens]);
+    const size_t block = size_t(layer_table(layer, seq)[pos / kBlockTokens]);
     return buf.data() + region(layer, head) + block * head_block_bytes() + size_t(pos % kBlockTokens) * head_bytes_;
   }
 
   int n_layer_, n_head_kv_, n_ctx_, n_seq_, n_blocks_, blocks_per_seq_;
+  int ring_blocks_ = 0, max_batch_ = 0;
+  std::vector<char> swa_;              // [layer]: a sliding-window layer
+  std::vector<size_t> layer_offset_;   // [layer + 1]: where each layer's regions start
+  std::vector<int32_t> ring_table_;    // [seq][logical block] -> ring block
   size_t kv_dim_, head_dim_, row_bytes_, head_bytes_;
   tensor::DType type_;
   std::vector<uint8_t> k_, v_;

@@ -102,7 +102,7 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
     kv.v = cache.v_head(layer, int(g));
     kv.row_stride = cache.head_bytes();
     kv.type = cache.type();
-    kv.blocks = cache.block_table(e.seq);
+    kv.blocks = cache.layer_table(layer, e.seq);
     kv.block_tokens = kv::Cache::kBlockTokens;
     kv.block_stride = cache.head_block_bytes();
     return kv;
@@ -164,6 +164,16 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
     if (!cache.mapped(e.seq, e.pos))
       throw Error("position " + std::to_string(e.pos) + " of sequence " + std::to_string(e.seq) + " has no KV block");
     filled[size_t(e.seq)] = std::max(filled[size_t(e.seq)], e.pos + 1);
+  }
+  // A sliding-window layer's ring holds its window plus max_batch positions
+  // (kv/cache.h): a pass adding more to one sequence would overwrite rows
+  // its own first tokens still see.
+  if (cache.max_batch() > 0) {
+    std::vector<int> added(size_t(cache.n_seq()));
+    for (const auto& e : batch)
+      if (++added[size_t(e.seq)] > cache.max_batch())
+        throw Error("batch adds more than " + std::to_string(cache.max_batch()) + " positions to sequence " +
+                    std::to_string(e.seq) + ", the most its KV cache was sized for");
   }
 
   pool.run(T, [&](size_t t, int) {

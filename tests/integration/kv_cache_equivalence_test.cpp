@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "common/models.h"
 #include "common/arch_graft.h"
@@ -33,11 +34,12 @@ struct Divergence {
 };
 
 Divergence lockstep(const model::Model& m, const std::vector<int32_t>& prompt, int n_gen, tensor::DType kv_type,
-                    int threads) {
+                    int threads, int max_batch = 512) {
   engine::SessionOptions o;
   o.n_ctx = int(prompt.size()) + n_gen + 1;
   o.n_threads = threads;
   o.kv_type = kv_type;
+  o.max_batch = max_batch;
   engine::Session cached(m, o);
   o.kv_cache = false;
   engine::Session naive(m, o);
@@ -93,17 +95,55 @@ TEST(KvCacheEquivalence, Qwen2Graft64Tokens) {
 
 // gemma3: sliding-window layers read only the last 24 cached positions, and
 // recomputation must see the same window (69 positions here).
-TEST(KvCacheEquivalence, Gemma3Graft64Tokens) {
-  test::ScratchDir dir;
+// The gemma3 graft of stories260K (tests/common/arch_graft.h), loaded.
+std::unique_ptr<model::Model> gemma3_graft_model() {
+  const test::ScratchDir dir;
   const std::string path = dir.file("stories260K-gemma3.gguf");
   test::gemma3_graft(gguf::File::open(test::kStories), test::kGemma3GraftWindow).write(path);
-  const auto m = model::Model::load(path);
+  return model::Model::load(path);
+}
+
+TEST(KvCacheEquivalence, Gemma3Graft64Tokens) {
+  const auto m = gemma3_graft_model();
   ASSERT_EQ(m->config().swa_window, test::kGemma3GraftWindow);
   const auto& stories = test::load_model(test::kStories);
   const auto ids = stories.tok->encode("Once upon a time", true, true);
   for (int threads : {1, 2})
     for (auto kv : {tensor::DType::F16, tensor::DType::F32})
       EXPECT_EQ(lockstep(*m, ids, 64, kv, threads).tokens.size(), 64u);
+}
+
+// gemma3's local layers keep a ring of window + max_batch positions
+// (kv/cache.h). With passes of 4 tokens the graft's ring is 2 blocks (32
+// positions for the 24 + 4 - 1 a pass needs) and wraps three times in 105
+// positions: the logits equal those of a cache that keeps every position,
+// at every step, and recomputation through the same rings (prompt and
+// history in passes of 4) equals both.
+TEST(KvCacheEquivalence, Gemma3RingsEqualAFullCache) {
+  const auto m = gemma3_graft_model();
+  const auto& stories = test::load_model(test::kStories);
+  const auto ids = stories.tok->encode("Once upon a time", true, true);
+  constexpr int kGen = 100;
+  engine::SessionOptions o;
+  o.n_ctx = int(ids.size()) + kGen + 1;
+  o.n_threads = 2;
+  engine::Session full(*m, o);  // one pass may fill the context: no ring is smaller
+  o.max_batch = 4;
+  engine::Session ring(*m, o);
+  ASSERT_EQ(full.cache().ring_blocks(), 0);
+  ASSERT_EQ(ring.cache().ring_blocks(), 2);
+  EXPECT_LT(ring.cache().bytes_allocated(), full.cache().bytes_allocated());
+  std::span<const float> a = full.prefill(ids), b = ring.prefill(ids);
+  for (int step = 0; step < kGen; ++step) {
+    float scale = 0, diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) scale = std::max(scale, std::fabs(a[i])), diff = std::max(diff, std::fabs(a[i] - b[i]));
+    ASSERT_LE(diff, 1e-5f * scale) << "step " << step;
+    const int32_t id = sample::argmax(a);
+    ASSERT_EQ(sample::argmax(b), id) << "step " << step;
+    if (step + 1 < kGen) a = full.decode(id), b = ring.decode(id);
+  }
+  EXPECT_LT(ring.kv_bytes_in_use(), full.kv_bytes_in_use());
+  EXPECT_EQ(lockstep(*m, ids, kGen, tensor::DType::F16, 2, 4).tokens.size(), size_t(kGen));
 }
 
 // Synthetic models cover shapes the real ones do not: tied embeddings,
