@@ -210,6 +210,13 @@ double weight_memory_bytes(const model::Config& c, double weight_bytes) {
   return n.matrices() * weight_bytes + n.norms * kNormGainBytes + n.biases * kBiasBytes;
 }
 
+double kv_cache_bytes(const model::Config& c, double kv_bytes, double positions) {
+  double layer_positions = 0;  // summed over layers
+  for (int i = 0; i < c.n_layer; ++i)
+    layer_positions += c.is_swa(i) ? std::min(positions, double(c.swa_window)) : positions;
+  return 2.0 * double(c.kv_dim()) * kv_bytes * layer_positions;
+}
+
 double kv_bytes_per_token(const model::Config& c, double kv_bytes) {
   return 2.0 * double(c.n_layer) * double(c.kv_dim()) * kv_bytes;
 }

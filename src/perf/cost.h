@@ -116,5 +116,10 @@ double weight_memory_bytes(const model::Config& c, double weight_bytes);
 
 // KV cache bytes per position of one sequence: 2 (K and V) · layers · kv_dim.
 double kv_bytes_per_token(const model::Config& c, double kv_bytes);
+// KV cache bytes one sequence of `positions` holds: every position in a
+// global layer, the last swa_window in a sliding-window layer (gemma3's
+// local layers, which never read further back; llama.cpp and kvlab trim
+// them, kvlab to a ring of window + batch: kv/cache.h).
+double kv_cache_bytes(const model::Config& c, double kv_bytes, double positions);
 
 }  // namespace kvlab::perf

@@ -123,7 +123,7 @@ std::vector<HwOption> hardware_options(const Context& x, const Diagnosis& d, con
                0,    0,      false};
     o.prefill_gain = d.prefill.seconds / o.ttft_s;
     o.decode_gain = o.decode_tok_s * d.decode.seconds;
-    const double kv = kv_bytes_per_token(c, x.shape.kv_bytes) * double(x.in.obs.prompt_tokens + x.in.obs.gen_tokens);
+    const double kv = kv_cache_bytes(c, x.shape.kv_bytes, double(x.in.obs.prompt_tokens + x.in.obs.gen_tokens));
     o.fits = d.weight_bytes + kv <= h.mem_bytes;
     out.push_back(std::move(o));
   }

@@ -200,7 +200,7 @@ Simulation simulate(const std::string& model_id, const model::Config& model, con
 
   s.weight_bytes = weight_memory_bytes(model, s.weight_bits / 8.0);
   s.kv_bytes_per_token = kv_bytes_per_token(model, s.kv_bits / 8.0);
-  s.kv_bytes_final = s.kv_bytes_per_token * double(opt.prompt + opt.gen) * double(opt.batch);
+  s.kv_bytes_final = kv_cache_bytes(model, s.kv_bits / 8.0, double(opt.prompt + opt.gen)) * double(opt.batch);
   s.fits = s.weight_bytes + s.kv_bytes_final <= hw.mem_bytes;
   s.crossover = nocache_crossover(model, shape, s.machine);
   return s;

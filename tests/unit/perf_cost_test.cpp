@@ -194,6 +194,18 @@ TEST(PerfCost, KvBytesPerTokenGqaAgainstMha) {
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(resolve_model("llama-2-7b").config, 2.0), 524288.0);
   // Tiny: 2 · 2 layers · 4 · 2 bytes.
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(tiny(), 2.0), 32.0);
+  // A whole cache: every layer keeps every position, unless it is a
+  // sliding-window layer, which keeps the last swa_window of them.
+  EXPECT_DOUBLE_EQ(kv_cache_bytes(tiny(), 2.0, 10), 320.0);
+  model::Config g = tiny();
+  g.swa_window = 3;
+  g.swa_pattern = 2;  // layer 0 local, layer 1 global
+  EXPECT_DOUBLE_EQ(kv_cache_bytes(g, 2.0, 10), 2 * 4 * 2.0 * (3 + 10));
+  EXPECT_DOUBLE_EQ(kv_cache_bytes(g, 2.0, 2), 2 * 4 * 2.0 * (2 + 2));
+  // gemma-3-1b at 32768 positions: 4 global layers keep them all, 22 local
+  // ones 512 each (1 KV head of 256, bf16).
+  EXPECT_DOUBLE_EQ(kv_cache_bytes(resolve_model("gemma-3-1b").config, 2.0, 32768),
+                   2 * 256 * 2.0 * (4 * 32768.0 + 22 * 512.0));
 }
 
 TEST(PerfCost, OpNamesAreDistinct) {
