@@ -392,7 +392,7 @@ void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, con
                   size_t n, float* y, size_t y_stride) {
   using A = typename K::A;
   // Unrolled before GCC's scalar replacement of aggregates, so acc[] and
-  // lo[] become registers instead of stack slots (without: each token's
+  // sum[] become registers instead of stack slots (without: each token's
   // accumulator went through a store and a reload every block).
   __m256 acc[NT];
 #pragma GCC unroll 4
@@ -401,17 +401,17 @@ void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, con
     const uint8_t* blk = group + b * K::kBlockBytes;
     prefetch_ahead(blk, K::kBlockBytes);
     const auto qs = [&](int t) { return reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b].qs; };
-    __m256i w[4], lo[NT];
+    __m256i w[4], sum[NT];
     K::load_half(blk, 0, w);
 #pragma GCC unroll 4
-    for (int t = 0; t < NT; ++t) lo[t] = K::half_sum(w, qs(t));
+    for (int t = 0; t < NT; ++t) sum[t] = K::half_sum(w, qs(t));
     K::load_half(blk, 1, w);
 #pragma GCC unroll 4
-    for (int t = 0; t < NT; ++t) lo[t] = K::block_sum(lo[t], K::half_sum(w, qs(t) + kQK / 2));
+    for (int t = 0; t < NT; ++t) sum[t] = K::block_sum(sum[t], K::half_sum(w, qs(t) + kQK / 2));
     const typename K::Scales s = K::scales(blk);
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t)
-      acc[t] = K::accumulate(acc[t], _mm256_cvtepi32_ps(lo[t]), s, scales + size_t(t) * s_stride + 2 * b);
+      acc[t] = K::accumulate(acc[t], _mm256_cvtepi32_ps(sum[t]), s, scales + size_t(t) * s_stride + 2 * b);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);

@@ -48,7 +48,7 @@ Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type,
       n_blocks_(n_blocks),
       blocks_per_seq_(blocks_for(n_ctx)),
       ring_blocks_(ring_blocks),
-      max_batch_(max_batch),
+      max_batch_(ring_blocks > 0 ? max_batch : 0),
       kv_dim_(size_t(cfg.kv_dim())),
       head_dim_(size_t(cfg.head_dim)),
       type_(type) {

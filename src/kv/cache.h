@@ -80,7 +80,7 @@ class Cache {
   // Ring blocks per sequence in a sliding-window layer; 0 when no layer has a ring.
   int ring_blocks() const { return ring_blocks_; }
   // Positions one forward pass may add to a sequence (0: no limit, no ring).
-  int max_batch() const { return ring_blocks_ ? max_batch_ : 0; }
+  int max_batch() const { return max_batch_; }
   bool mapped(int seq, int pos) const { return block_table(seq)[pos / kBlockTokens] >= 0; }
   void map_block(int seq, int logical, int32_t physical) {
     table_[size_t(seq) * size_t(blocks_per_seq_) + size_t(logical)] = physical;

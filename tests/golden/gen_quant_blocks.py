@@ -58,12 +58,13 @@ def main() -> None:
     ap.add_argument("--keep-dir", type=Path, help="keep the quantized files here")
     args = ap.parse_args()
     if args.keep_dir:
-        args.keep_dir.expanduser().mkdir(parents=True, exist_ok=True)  # llama.cpp does not create it
+        args.keep_dir = args.keep_dir.expanduser()
+        args.keep_dir.mkdir(parents=True, exist_ok=True)  # llama.cpp does not create it
 
     blocks = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mix, ftype in FTYPES.items():
-            path = (args.keep_dir.expanduser() if args.keep_dir else Path(tmp)) / f"SmolLM2-135M-Instruct.llamacpp-{mix}.gguf"
+            path = (args.keep_dir or Path(tmp)) / f"SmolLM2-135M-Instruct.llamacpp-{mix}.gguf"
             quantize(args.f32_model, path, ftype)
             for t in gguf.GGUFReader(path).tensors:
                 name = t.tensor_type.name

@@ -33,6 +33,27 @@ struct Divergence {
   double max_rel_diff = 0;
 };
 
+// Greedy decoding on two sessions, fed the same tokens, comparing their
+// logits and picks at every step.
+Divergence in_lockstep(engine::Session& one, engine::Session& other, const std::vector<int32_t>& prompt, int n_gen) {
+  Divergence d;
+  std::span<const float> a = one.prefill(prompt), b = other.prefill(prompt);
+  for (int step = 0; step < n_gen; ++step) {
+    float scale = 0, diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) scale = std::max(scale, std::fabs(a[i])), diff = std::max(diff, std::fabs(a[i] - b[i]));
+    d.max_rel_diff = std::max(d.max_rel_diff, double(diff / scale));
+    EXPECT_LE(diff, 1e-5f * scale) << "step " << step;
+    const int32_t ia = sample::argmax(a), ib = sample::argmax(b);
+    EXPECT_EQ(ia, ib) << "step " << step;
+    d.tokens.push_back(ia);
+    if (step + 1 < n_gen) {
+      a = one.decode(ia);
+      b = other.decode(ia);
+    }
+  }
+  return d;
+}
+
 Divergence lockstep(const model::Model& m, const std::vector<int32_t>& prompt, int n_gen, tensor::DType kv_type,
                     int threads, int max_batch = 512) {
   engine::SessionOptions o;
@@ -43,22 +64,7 @@ Divergence lockstep(const model::Model& m, const std::vector<int32_t>& prompt, i
   engine::Session cached(m, o);
   o.kv_cache = false;
   engine::Session naive(m, o);
-  Divergence d;
-  std::span<const float> a = cached.prefill(prompt), b = naive.prefill(prompt);
-  for (int step = 0; step < n_gen; ++step) {
-    float scale = 0, diff = 0;
-    for (size_t i = 0; i < a.size(); ++i) scale = std::max(scale, std::fabs(a[i])), diff = std::max(diff, std::fabs(a[i] - b[i]));
-    d.max_rel_diff = std::max(d.max_rel_diff, double(diff / scale));
-    EXPECT_LE(diff, 1e-5f * scale) << "step " << step;
-    const int32_t ia = sample::argmax(a), ib = sample::argmax(b);
-    EXPECT_EQ(ia, ib) << "step " << step;
-    d.tokens.push_back(ia);
-    if (step + 1 < n_gen) {
-      a = cached.decode(ia);
-      b = naive.decode(ia);
-    }
-  }
-  return d;
+  return in_lockstep(cached, naive, prompt, n_gen);
 }
 
 TEST(KvCacheEquivalence, DefaultModel128TokensSeveralPrompts) {
@@ -133,15 +139,7 @@ TEST(KvCacheEquivalence, Gemma3RingsEqualAFullCache) {
   ASSERT_EQ(full.cache().ring_blocks(), 0);
   ASSERT_EQ(ring.cache().ring_blocks(), 2);
   EXPECT_LT(ring.cache().bytes_allocated(), full.cache().bytes_allocated());
-  std::span<const float> a = full.prefill(ids), b = ring.prefill(ids);
-  for (int step = 0; step < kGen; ++step) {
-    float scale = 0, diff = 0;
-    for (size_t i = 0; i < a.size(); ++i) scale = std::max(scale, std::fabs(a[i])), diff = std::max(diff, std::fabs(a[i] - b[i]));
-    ASSERT_LE(diff, 1e-5f * scale) << "step " << step;
-    const int32_t id = sample::argmax(a);
-    ASSERT_EQ(sample::argmax(b), id) << "step " << step;
-    if (step + 1 < kGen) a = full.decode(id), b = ring.decode(id);
-  }
+  EXPECT_EQ(in_lockstep(full, ring, ids, kGen).tokens.size(), size_t(kGen));
   EXPECT_LT(ring.kv_bytes_in_use(), full.kv_bytes_in_use());
   EXPECT_EQ(lockstep(*m, ids, kGen, tensor::DType::F16, 2, 4).tokens.size(), size_t(kGen));
 }
