@@ -28,6 +28,9 @@
 namespace kvlab::kernels {
 
 constexpr int kAttnChunk = 128;  // positions per partial result
+// The SIMD kernels hold up to this many query heads of a group in registers
+// and take a larger group in passes of this many (the last pass narrower).
+constexpr int kAttnHeadsPerPass = 4;
 
 // The K and V rows of one KV head of one sequence. Positions are grouped in
 // blocks of `block_tokens` consecutive rows (`row_stride` apart); logical

@@ -196,10 +196,10 @@ void scores(const void* q, size_t q_stride, int group, const uint8_t* k, const u
             size_t head_dim, float scale_, float* s, size_t ld) {
   const auto* qf = static_cast<const float*>(q);
   const size_t qs = q_stride / sizeof(float);
-  for (int g0 = 0; g0 < group; g0 += 4) {
+  for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
     const float* qg = qf + size_t(g0) * qs;
     float* sg = s + size_t(g0) * ld;
-    switch (std::min(4, group - g0)) {
+    switch (std::min(kAttnHeadsPerPass, group - g0)) {
       case 1: scores_rows<T, 1>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld); break;
       case 2: scores_rows<T, 2>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld); break;
       case 3: scores_rows<T, 3>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld); break;
@@ -249,10 +249,10 @@ void accumulate_heads(const float* p, size_t ld, const uint8_t* v, size_t row_st
 template <DType T>
 void accumulate(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
                 float* o) {
-  for (int g0 = 0; g0 < group; g0 += 4) {
+  for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
     const float* pg = p + size_t(g0) * ld;
     float* og = o + size_t(g0) * head_dim;
-    switch (std::min(4, group - g0)) {
+    switch (std::min(kAttnHeadsPerPass, group - g0)) {
       case 1: accumulate_heads<T, 1>(pg, ld, v, row_stride, n, head_dim, og); break;
       case 2: accumulate_heads<T, 2>(pg, ld, v, row_stride, n, head_dim, og); break;
       case 3: accumulate_heads<T, 3>(pg, ld, v, row_stride, n, head_dim, og); break;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "kernels/attention.h"
 
 namespace kvlab::perf {
 
@@ -64,7 +65,10 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
   if (!j.contains("attention") || !j["attention"].is_array()) field_error(where, "attention", "missing or not an array");
   for (const json& e : j["attention"]) {
     if (!e.is_object()) field_error(where, "attention", "entries must be objects");
-    k.attention.push_back({text(e, where, "kv"), positive_int(e, where, "head_dim"),
+    // Profiles from before the rates were kept per pass width timed passes of 4.
+    const int heads = e.contains("heads") ? positive_int(e, where, "heads") : kernels::kAttnHeadsPerPass;
+    if (heads > kernels::kAttnHeadsPerPass) field_error(where, "heads", "over the kernels' pass width");
+    k.attention.push_back({text(e, where, "kv"), positive_int(e, where, "head_dim"), heads,
                            positive_number(e, where, "decode_flops_per_s"),
                            positive_number(e, where, "prefill_flops_per_s")});
   }
@@ -79,11 +83,28 @@ const MatmulRate* KernelRates::find_matmul(std::string_view weights) const {
   return nullptr;
 }
 
-const AttentionRate* KernelRates::find_attention(std::string_view kv, int head_dim) const {
+const AttentionRate* KernelRates::find_attention(std::string_view kv, int head_dim, int heads) const {
   const AttentionRate* best = nullptr;
   for (const AttentionRate& a : attention)
-    if (a.kv == kv && (!best || std::abs(a.head_dim - head_dim) < std::abs(best->head_dim - head_dim))) best = &a;
+    if (a.kv == kv && a.heads == heads &&
+        (!best || std::abs(a.head_dim - head_dim) < std::abs(best->head_dim - head_dim)))
+      best = &a;
   return best;
+}
+
+std::optional<AttentionRate> KernelRates::attention_for_group(std::string_view kv, int head_dim, int group) const {
+  if (group <= 0) return std::nullopt;
+  double decode_s = 0, prefill_s = 0;  // seconds per FLOP, summed over the passes
+  int measured_dim = 0;
+  for (int g0 = 0; g0 < group; g0 += kernels::kAttnHeadsPerPass) {
+    const int heads = std::min(kernels::kAttnHeadsPerPass, group - g0);
+    const AttentionRate* a = find_attention(kv, head_dim, heads);
+    if (!a) return std::nullopt;
+    decode_s += heads / a->decode_flops_per_s;
+    prefill_s += heads / a->prefill_flops_per_s;
+    measured_dim = a->head_dim;
+  }
+  return AttentionRate{std::string(kv), measured_dim, group, group / decode_s, group / prefill_s};
 }
 
 double HwProfile::best_read_bw() const {
@@ -170,6 +191,7 @@ std::string hw_profile_to_json(const HwProfile& p) {
     for (const AttentionRate& a : p.kernels->attention)
       att.push_back({{"kv", a.kv},
                      {"head_dim", a.head_dim},
+                     {"heads", a.heads},
                      {"decode_flops_per_s", a.decode_flops_per_s},
                      {"prefill_flops_per_s", a.prefill_flops_per_s}});
     j["kernels"] = {{"threads", p.kernels->threads},

@@ -29,6 +29,8 @@
 //                     "gemv_call_s": 3e-6,         // + this per matmul call (start and tail)
 //                     "gemm_ops_per_s": 9e12 } ],  // prefill (64 tokens, weights in cache), 2 op/MAC
 //       "attention": [ { "kv": "f16", "head_dim": 64,   // (4·head_dim + 6) FLOP per query-key pair
+//                        "heads": 4,                    // query heads per KV head per pass (1..4;
+//                                                       //   4 where absent: the first profiles)
 //                        "decode_flops_per_s": 3e11,    // one token, 4096 positions
 //                        "prefill_flops_per_s": 4e11 } ],  // 64 tokens, 512 positions
 //       "elementwise_flops_per_s": 1e11,       // norms, RoPE, SiLU·up, residual adds
@@ -63,9 +65,14 @@ struct MatmulRate {
 };
 
 // Counted as perf::Cost counts attention: 4·head_dim + 6 FLOP per query-key pair.
+// Per pass width: the kernels take a GQA group's query heads in passes of up
+// to kernels::kAttnHeadsPerPass, and the rate depends on the width (register
+// tiles of different shapes: f16 at head_dim 64 on a 2-core AVX2 VM, 64
+// tokens, ran ~1.5x more FLOP/s with 3 heads per KV head than with 4).
 struct AttentionRate {
   std::string kv;  // KV cache dtype name ("f16")
   int head_dim = 0;
+  int heads = 0;                   // query heads per pass, 1 .. kernels::kAttnHeadsPerPass
   double decode_flops_per_s = 0;   // one token per sequence, a long context (K and V beyond L2)
   double prefill_flops_per_s = 0;  // 64 tokens over a short context (K and V in L2)
 };
@@ -78,8 +85,15 @@ struct KernelRates {
   double dispatch_s = 0;               // one ThreadPool::run of trivial tasks on all threads
 
   const MatmulRate* find_matmul(std::string_view weights) const;
-  // The entry for `kv` whose head_dim is closest to `head_dim`; nullptr if none.
-  const AttentionRate* find_attention(std::string_view kv, int head_dim) const;
+  // The entry for `kv` and a pass of `heads` query heads whose head_dim is
+  // closest to `head_dim`; nullptr if none.
+  const AttentionRate* find_attention(std::string_view kv, int head_dim, int heads) const;
+  // The rates of a GQA group of `group` query heads per KV head: its passes
+  // of up to kAttnHeadsPerPass heads, each at the rate measured for its width,
+  //   rate = group / sum over passes (heads_pass / rate_pass),
+  // a harmonic mean weighted by the query-key pairs each pass does. `heads`
+  // is the group; std::nullopt if a pass width was not measured.
+  std::optional<AttentionRate> attention_for_group(std::string_view kv, int head_dim, int group) const;
 };
 
 struct HwProfile {

@@ -233,7 +233,7 @@ std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, c
         pass_bytes += double(hi - lo);
       }
     std::vector<uint64_t> sums(size_t(n), 0);
-    // At least 2 passes; no new window after ~2 s (10 s budget / 5) per count.
+    // At least 2 passes; no new window after budget / 5 (1.4 s) per count.
     const std::vector<double> secs = run_windows(
         n, int(per_pass) * passes,
         [&](int t, int w) {
@@ -528,7 +528,7 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   const uint64_t window = std::max<uint64_t>(4096, std::min(std::max(64 * MiB, 2 * p.l3_bytes), buf->bytes / 4));
   r.bw_window_bytes = window;
   p.mem_read_bw = measure_bandwidth(k, *buf, window, bandwidth_thread_counts(n, std::min(p.cores, n)), passes,
-                                    opt.quick ? 4.0 : 10.0, progress, r.notes);
+                                    opt.quick ? 4.0 : 7.0, progress, r.notes);
   buf.reset();
 
   // ---- compute
@@ -701,9 +701,10 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
     auto of_fp32 = [&](double v) { return fmt_num(100 * v / p.peak_fp32_flops, 2) + "%"; };
     o << "\nAttention (4·head_dim + 6 FLOP per query-key pair): decode is one token over 4096 positions, "
          "prefill 64 tokens over 512.\n\n"
-      << "| KV cache | head_dim | decode | of fp32 peak | prefill | of fp32 peak |\n|---|---:|---:|---:|---:|---:|\n";
+      << "| KV cache | head_dim | query heads per KV head | decode | of fp32 peak | prefill | of fp32 peak |\n"
+         "|---|---:|---:|---:|---:|---:|---:|\n";
     for (const AttentionRate& a : k.attention)
-      o << "| " << a.kv << " | " << a.head_dim << " | " << fmt_flops(a.decode_flops_per_s) << " | "
+      o << "| " << a.kv << " | " << a.head_dim << " | " << a.heads << " | " << fmt_flops(a.decode_flops_per_s) << " | "
         << of_fp32(a.decode_flops_per_s) << " | " << fmt_flops(a.prefill_flops_per_s) << " | "
         << of_fp32(a.prefill_flops_per_s) << " |\n";
     o << "\nElement-wise ops (norms, RoPE, SiLU·up, residual adds): " << fmt_flops(k.elementwise_flops_per_s) << ", "

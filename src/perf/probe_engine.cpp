@@ -46,12 +46,13 @@ constexpr size_t kShortCols = 512, kShortRows = 4096;
 // across its token tiles.
 constexpr size_t kGemmDim = 1024, kGemmTokens = 64;
 // Attention, in kvlab's paged layout (blocks of kv::Cache::kBlockTokens
-// positions), query heads in groups of 4 per KV head (GQA), one pool task per
-// (token, head) as the engine runs it, 4 heads per thread:
+// positions), for each width of a pass of the kernels (1 .. 4 query heads per
+// KV head, GQA), one pool task per (token, KV head) as the engine runs it, at
+// least 4 query heads per thread:
 //  prefill-shaped: 64 tokens over 512 positions (a head's K and V in L2);
 //  decode-shaped:  one token over 4096 positions (0.5-1 MiB per KV head),
 //                  K and V evicted from the caches before each run.
-constexpr int kAttnGroup = 4, kAttnPrefillTokens = 64, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
+constexpr int kAttnPrefillTokens = 64, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
 // Element-wise ops of a layer, per token, at a llama width (d 1024, d_ff 2816,
 // 16 + 4 heads of 64): 2 RMSNorms, RoPE on q and k, SiLU·up, 2 residual adds,
 // one pool job each over 64 tokens, as the engine runs them.
@@ -165,16 +166,16 @@ void evict(std::span<const uint8_t> bytes, kernels::ThreadPool& pool) {
   });
 }
 
-// FLOP/s of `n_tokens` query tokens x n_heads heads, each over `n_pos`
+// FLOP/s of `n_tokens` query tokens x n_kv KV heads x `group` query heads, each over `n_pos`
 // cached positions (the last token sees them all, causally earlier ones
 // fewer), as perf::Cost counts attention: 4·head_dim + 6 per query-key pair.
 // With `flush` (bytes several times the L3), every run starts with K and V
 // out of the caches, as in a decode step, where the weights streamed through
 // them since this layer's attention last ran.
-double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens, int n_pos, kernels::ThreadPool& pool,
-                         const Timer& timer, std::span<const uint8_t> flush = {}) {
+double measure_attention(tensor::DType kv, size_t hd, int n_kv, int group, int n_tokens, int n_pos,
+                         kernels::ThreadPool& pool, const Timer& timer, std::span<const uint8_t> flush = {}) {
   const tensor::DTypeInfo& info = tensor::dtype_info(kv);
-  const int n_kv = n_heads / kAttnGroup, bt = kv::Cache::kBlockTokens;
+  const int n_heads = n_kv * group, bt = kv::Cache::kBlockTokens;
   const size_t head_bytes = *tensor::row_bytes(kv, hd);
   const int n_blocks = (n_pos + bt - 1) / bt;
   const size_t region = head_bytes * size_t(n_blocks * bt);  // one KV head's rows, as the cache lays them out
@@ -194,16 +195,16 @@ double measure_attention(tensor::DType kv, size_t hd, int n_heads, int n_tokens,
   std::vector<kernels::AttnItem> items;
   for (int t = 0; t < n_tokens; ++t)
     for (int g = 0; g < n_kv; ++g) {
-      const size_t at = (size_t(t) * size_t(n_heads) + size_t(g * kAttnGroup)) * hd;
+      const size_t at = (size_t(t) * size_t(n_heads) + size_t(g * group)) * hd;
       kernels::KvView view{k.data() + size_t(g) * region, v.data() + size_t(g) * region, head_bytes, kv,
                            blocks.data(), bt, head_bytes * size_t(bt)};
       items.push_back({&q[at], view, n_pos - n_tokens + 1 + t, &out[at]});
     }
-  kernels::AttnScratch scratch(kAttnGroup, hd, pool.size(), n_pos);
+  kernels::AttnScratch scratch(group, hd, pool.size(), n_pos);
   const float scale = 1.0f / std::sqrt(float(hd));
   double pairs = 0;
   for (int t = 0; t < n_tokens; ++t) pairs += double(n_heads) * (n_pos - n_tokens + 1 + t);
-  auto job = [&] { kernels::attend_batch(items, kAttnGroup, hd, scale, pool, scratch); };
+  auto job = [&] { kernels::attend_batch(items, group, hd, scale, pool, scratch); };
   job();
   return pairs * (4.0 * double(hd) + 6.0) / timer.median(job, [&] { evict(flush, pool); });
 }
@@ -239,6 +240,9 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
   KernelRates k;
   k.threads = threads;
   const Timer timer{3, quick ? 3 : 9, quick ? 0.05 : 0.15};
+  // Attention has 48 figures (every KV type, head width and pass width) and
+  // runs of a few milliseconds: a shorter window each keeps the probe short.
+  const Timer attention_timer{3, quick ? 3 : 9, quick ? 0.05 : 0.1};
   // Whole matrices of the long and the short shape must fit.
   const size_t mat = kLongRows * kLongCols * sizeof(float);
   const size_t bytes = std::max<size_t>(size_t(stream_bytes) / mat * mat, mat);
@@ -252,19 +256,23 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
                fmt_seconds(r.gemv_row_s) + " per row + " + fmt_seconds(r.gemv_call_s) + " per call, prefill " +
                fmt_flops(r.gemm_ops_per_s));
   }
-  // 4 heads per thread, at least 16, in groups of kAttnGroup per KV head.
+  // At least 4 query heads per thread and 16 in all.
   const int heads = std::max(16, 4 * threads);
   for (tensor::DType kv : kKvTypes)
-    for (int hd : kHeadDims) {
-      AttentionRate a{std::string(tensor::dtype_info(kv).name), hd,
-                      measure_attention(kv, size_t(hd), heads, 1, kAttnDecodePositions, pool, timer,
-                                        {buf.data(), bytes}),
-                      measure_attention(kv, size_t(hd), heads, kAttnPrefillTokens, kAttnPrefillPositions, pool, timer)};
-      k.attention.push_back(a);
-      if (progress)
-        progress("probe: kvlab attention, kv " + a.kv + ", head_dim " + std::to_string(hd) + ": decode " +
-                 fmt_flops(a.decode_flops_per_s) + ", prefill " + fmt_flops(a.prefill_flops_per_s));
-    }
+    for (int hd : kHeadDims)
+      for (int group = 1; group <= kernels::kAttnHeadsPerPass; ++group) {
+        const int n_kv = (heads + group - 1) / group;
+        AttentionRate a{std::string(tensor::dtype_info(kv).name), hd, group,
+                        measure_attention(kv, size_t(hd), n_kv, group, 1, kAttnDecodePositions, pool,
+                                          attention_timer, {buf.data(), bytes}),
+                        measure_attention(kv, size_t(hd), n_kv, group, kAttnPrefillTokens, kAttnPrefillPositions,
+                                          pool, attention_timer)};
+        k.attention.push_back(a);
+        if (progress)
+          progress("probe: kvlab attention, kv " + a.kv + ", head_dim " + std::to_string(hd) +
+                   ", query heads per pass " + std::to_string(group) + ": decode " + fmt_flops(a.decode_flops_per_s) +
+                   ", prefill " + fmt_flops(a.prefill_flops_per_s));
+      }
   k.elementwise_flops_per_s = measure_elementwise(pool, timer);
   if (progress) progress("probe: kvlab element-wise ops: " + fmt_flops(k.elementwise_flops_per_s));
   // A job of one trivial task per thread: publish, wake, claim, join.

@@ -104,7 +104,8 @@ Precision dense_precision(const Hardware& hw, const NumberFormat& weights) {
 
 Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::string_view kv, const model::Config& c) {
   const MatmulRate* mm = hw.kernels ? hw.kernels->find_matmul(weights) : nullptr;
-  const AttentionRate* at = hw.kernels ? hw.kernels->find_attention(kv, c.head_dim) : nullptr;
+  const std::optional<AttentionRate> at =
+      hw.kernels ? hw.kernels->attention_for_group(kv, c.head_dim, c.gqa_group()) : std::nullopt;
   if (!mm || !at) return {};
   // kvlab's layer runs 6 thread-pool jobs besides its 4 matmul jobs and its
   // attention: 2 RMSNorms, RoPE, SiLU·up, 2 residual adds (model/model.cpp).
@@ -124,7 +125,8 @@ Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::str
   e.threads = hw.kernels->threads;
   e.layer_overhead_s = kOtherJobsPerLayer * hw.kernels->dispatch_s;
   e.source = "measured by kvlab probe (" + std::string(weights) + " matmul, " + std::string(kv) +
-             " attention at head_dim " + std::to_string(at->head_dim) + ", " +
+             " attention at head_dim " + std::to_string(at->head_dim) + " in groups of " +
+             std::to_string(at->heads) + ", " +
              std::to_string(hw.kernels->threads) + " threads)";
   return e;
 }

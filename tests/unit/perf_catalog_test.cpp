@@ -93,8 +93,9 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   std::string text = kProfile;
   text.insert(text.rfind('}'), R"(, "kernels": {"threads": 4, "dispatch_s": 5e-7, "elementwise_flops_per_s": 3e9,
     "matmul": [{"weights": "q4_1", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10}],
-    "attention": [{"kv": "f16", "head_dim": 64, "decode_flops_per_s": 1e10, "prefill_flops_per_s": 1.5e10},
-                  {"kv": "f16", "head_dim": 128, "decode_flops_per_s": 2e10, "prefill_flops_per_s": 2.5e10}]})");
+    "attention": [{"kv": "f16", "head_dim": 64, "heads": 3, "decode_flops_per_s": 1e10, "prefill_flops_per_s": 1.5e10},
+                  {"kv": "f16", "head_dim": 128, "heads": 3, "decode_flops_per_s": 2e10, "prefill_flops_per_s": 2.5e10},
+                  {"kv": "f16", "head_dim": 64, "decode_flops_per_s": 3e10, "prefill_flops_per_s": 3.5e10}]})");
   const HwProfile p = parse_hw_profile(text, "test");
   ASSERT_TRUE(p.kernels);
   EXPECT_EQ(p.kernels->threads, 4);
@@ -104,9 +105,12 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemv_row_s, 2e-8);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemv_call_s, 3e-6);
   EXPECT_EQ(p.kernels->find_matmul("q8_0"), nullptr);
-  EXPECT_EQ(p.kernels->find_attention("f16", 96)->head_dim, 64);  // ties go to the first
-  EXPECT_EQ(p.kernels->find_attention("f16", 120)->head_dim, 128);
-  EXPECT_EQ(p.kernels->find_attention("q8_0", 64), nullptr);
+  EXPECT_EQ(p.kernels->find_attention("f16", 96, 3)->head_dim, 64);  // ties go to the first
+  EXPECT_EQ(p.kernels->find_attention("f16", 120, 3)->head_dim, 128);
+  EXPECT_EQ(p.kernels->find_attention("q8_0", 64, 3), nullptr);
+  EXPECT_EQ(p.kernels->find_attention("f16", 64, 2), nullptr);
+  // An entry without "heads" is from a profile that timed passes of 4.
+  EXPECT_DOUBLE_EQ(p.kernels->find_attention("f16", 128, 4)->decode_flops_per_s, 3e10);
   const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "round trip");
   EXPECT_EQ(hw_profile_to_json(q), hw_profile_to_json(p));
   // "this" carries them to the simulator.
@@ -121,6 +125,11 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_FALSE(bad.kernels);
   EXPECT_EQ(bad.kernels_error, "p.json: kernels: field 'gemm_ops_per_s' missing or not a positive number");
   EXPECT_DOUBLE_EQ(bad.peak_int8_ops, 6e11);
+  std::string wide = kProfile;
+  wide.insert(wide.rfind('}'), R"(, "kernels": {"threads": 4, "dispatch_s": 5e-7, "elementwise_flops_per_s": 3e9,
+    "matmul": [], "attention": [{"kv": "f16", "head_dim": 64, "heads": 5, "decode_flops_per_s": 1e10,
+                                 "prefill_flops_per_s": 1.5e10}]})");
+  EXPECT_EQ(parse_hw_profile(wide, "p.json").kernels_error, "p.json: kernels: field 'heads' over the kernels' pass width");
 }
 
 TEST(PerfHwProfile, RejectsBadFieldsByName) {

@@ -160,6 +160,19 @@ TEST(PerfSimulate, EfficienciesOfAProbedMachineAreItsKernelsOverItsPeaks) {
   model::Config wide = c;
   wide.head_dim = 100;
   EXPECT_DOUBLE_EQ(*efficiency_for(h, "q4_1", "f16", wide).attention, 0.25);
+  // A group is priced as the kernels' passes of up to 4 query heads: 4 (12 /
+  // 16 GFLOP/s) + 1 (4 / 6) for a group of 5, the time of each pass by the
+  // share of the pairs it does: rate = 5 / (4 / r4 + 1 / r1).
+  model::Config five = c;
+  five.n_head = 5 * c.n_head_kv;
+  const Efficiency e5 = efficiency_for(h, "q4_1", "f16", five);
+  EXPECT_DOUBLE_EQ(*e5.attention, 5 / (4 / 1.6e10 + 1 / 6e9) / 1e11);  // 12 GFLOP/s
+  EXPECT_DOUBLE_EQ(*e5.attention_decode, 5 / (4 / 1.2e10 + 1 / 4e9) / 1e11);
+  EXPECT_NE(e5.source.find("in groups of 5"), std::string::npos) << e5.source;
+  // One pass of 2 heads: that width's own rates.
+  model::Config two = c;
+  two.n_head = 2 * c.n_head_kv;
+  EXPECT_DOUBLE_EQ(*efficiency_for(h, "q4_1", "f16", two).attention, 0.12);
   // A format or KV type it did not time, and catalog hardware: the defaults.
   for (const Efficiency& d : {efficiency_for(h, "q8_0", "f16", c), efficiency_for(h, "q4_1", "q8_0", c),
                               efficiency_for(find_hardware("h100"), "q4_1", "f16", c)}) {

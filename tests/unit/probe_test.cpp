@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/scratch_dir.h"
+#include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "perf/hw_profile.h"
 #include "perf/probe.h"
@@ -250,11 +251,19 @@ TEST(Probe, QuickProbeFillsEveryField) {
   }
   EXPECT_FALSE(r.fp32_method.empty());
   EXPECT_FALSE(r.int8_method.empty());
-  // kvlab's kernels: every weight dtype, every KV dtype at two head widths.
+  // kvlab's kernels: every weight dtype, every KV dtype at two head widths
+  // and every pass width.
   ASSERT_TRUE(p.kernels);
   EXPECT_EQ(p.kernels->threads, p.threads);
   EXPECT_EQ(p.kernels->matmul.size(), 6u);
-  EXPECT_EQ(p.kernels->attention.size(), 6u);
+  EXPECT_EQ(p.kernels->attention.size(), 3u * 2u * size_t(kernels::kAttnHeadsPerPass));
+  for (const char* kv : {"f32", "f16", "q8_0"})
+    for (int hd : {64, 128})
+      for (int heads = 1; heads <= kernels::kAttnHeadsPerPass; ++heads) {
+        const AttentionRate* a = p.kernels->find_attention(kv, hd, heads);
+        ASSERT_NE(a, nullptr) << kv << " " << heads;
+        EXPECT_EQ(a->head_dim, hd) << kv << " " << heads;
+      }
   for (const char* w : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"}) {
     const MatmulRate* m = p.kernels->find_matmul(w);
     ASSERT_NE(m, nullptr) << w;
