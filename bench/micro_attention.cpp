@@ -4,6 +4,7 @@
 // heads), each KV head's rows contiguous as in the cache (kv/cache.h).
 //
 //   attend/<kv type>/pos:<n>/<isa>
+//   attend/<kv type>/pos:1024/group:<G>          (best ISA; G query heads per KV head)
 //   attend_step/<kv type>/pos:<n>/layers:<L>   (best ISA)
 //
 // attend_step is one decode step's attention on one thread: all 3 KV heads
@@ -29,7 +30,7 @@ constexpr size_t kHeadDim = 64;
 constexpr size_t kKvHeads = 3;
 constexpr int kGroup = 3;
 
-void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa isa) {
+void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa isa, int group) {
   use_isa(isa);
   const size_t head_bytes = *tensor::row_bytes(kv_type, kHeadDim);  // one head of one position
   const size_t row_stride = kKvHeads * head_bytes;
@@ -45,16 +46,16 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
   kv.v = v.data() + size_t(n_pos) * head_bytes;
   kv.row_stride = head_bytes;
   kv.type = kv_type;
-  const auto q = random_floats(kGroup * kHeadDim, 5);
-  std::vector<float> scratch(kernels::attn_scratch_floats(kGroup, kHeadDim)), out(kGroup * kHeadDim);
+  const auto q = random_floats(size_t(group) * kHeadDim, 5);
+  std::vector<float> scratch(kernels::attn_scratch_floats(group, kHeadDim)), out(size_t(group) * kHeadDim);
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    kernels::attend(q.data(), kGroup, kv, 0, n_pos, kHeadDim, scale, scratch.data(), out.data());
+    kernels::attend(q.data(), group, kv, 0, n_pos, kHeadDim, scale, scratch.data(), out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   state.counters["bytes/s"] = rate(2.0 * double(n_pos) * double(head_bytes));
-  state.counters["FLOP/s"] = rate(4.0 * kGroup * double(n_pos) * double(kHeadDim));  // q·k and p·v
+  state.counters["FLOP/s"] = rate(4.0 * group * double(n_pos) * double(kHeadDim));  // q·k and p·v
   state.counters["pos/s"] = rate(double(n_pos));
 }
 
@@ -106,8 +107,13 @@ int register_all() {
       for (kernels::Isa isa : available_isas()) {
         const std::string name =
             "attend/" + dtype_name(kv) + "/pos:" + std::to_string(n) + "/" + kernels::isa_name(isa);
-        benchmark::RegisterBenchmark(name.c_str(), BM_attend, kv, n, isa);
+        benchmark::RegisterBenchmark(name.c_str(), BM_attend, kv, n, isa, kGroup);
       }
+  for (DType kv : {DType::F16, DType::Q8_0})
+    for (int group : {1, 2, 3, 4, 8}) {
+      const std::string name = "attend/" + dtype_name(kv) + "/pos:1024/group:" + std::to_string(group);
+      benchmark::RegisterBenchmark(name.c_str(), BM_attend, kv, 1024, kernels::cpu().best(), group);
+    }
   return 0;
 }
 const int registered = register_all();

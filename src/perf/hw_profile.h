@@ -66,9 +66,10 @@ struct MatmulRate {
 
 // Counted as perf::Cost counts attention: 4·head_dim + 6 FLOP per query-key pair.
 // Per pass width: the kernels take a GQA group's query heads in passes of up
-// to kernels::kAttnHeadsPerPass, and the rate depends on the width (register
-// tiles of different shapes: f16 at head_dim 64 on a 2-core AVX2 VM, 64
-// tokens, ran ~1.5x more FLOP/s with 3 heads per KV head than with 4).
+// to kernels::kAttnHeadsPerPass, and the rate depends on the width (each K
+// and V row is loaded once per pass: f16 at head_dim 64, 64 tokens, on a
+// 2-core AVX2 VM, passes of 1 head ran at ~40% of the FLOP/s of passes of 3
+// or 4).
 struct AttentionRate {
   std::string kv;  // KV cache dtype name ("f16")
   int head_dim = 0;
