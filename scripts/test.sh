@@ -2,7 +2,8 @@
 # The whole test suite: unit and integration tests in Release, the server's
 # end-to-end tests with the official openai client, then the unit and
 # integration tests again under AddressSanitizer + UndefinedBehaviorSanitizer,
-# then the GGUF fuzzer for a bounded time.
+# then the fuzzers (GGUF reader, request bodies and JSON files, tokenizers) for
+# a bounded time each.
 #   scripts/test.sh              # everything
 #   scripts/test.sh --quick      # the Release suite only
 set -euo pipefail
@@ -33,10 +34,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 
 if [[ -f tests/fuzz/CMakeLists.txt ]]; then
-  echo "== GGUF reader fuzzer (bounded)"
+  echo "== Fuzzers (bounded): GGUF reader, request bodies and JSON files, tokenizers"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_FUZZ=ON \
     -DKVLAB_TESTS=OFF -DKVLAB_BENCH=OFF >/dev/null
-  cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf
+  cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf fuzz_api fuzz_tokenizer
   "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_gguf 120
+  "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_api 60
+  "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_tokenizer 60
 fi
 echo "== all tests passed"

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/parse_json.h"
 #include "perf/model_catalog.h"
 #include "perf/units.h"
 
@@ -353,12 +354,7 @@ std::string_view resource_name(Resource r) {
 RunRecord parse_run_json(std::string_view json_text, std::string_view origin) {
   using nlohmann::json;
   const std::string o(origin);
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw Error(o + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = parse_json(json_text, origin);
   if (!j.is_object()) throw Error(o + ": expected the JSON object `kvlab run --json` prints");
   auto positive = [&](const char* key) {
     if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() > 0))

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/parse_json.h"
 #include "kernels/attention.h"
 
 namespace kvlab::perf {
@@ -122,12 +123,7 @@ std::string default_hw_profile_path() {
 }
 
 HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw Error(std::string(origin) + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = parse_json(json_text, origin);
   if (!j.is_object()) throw Error(std::string(origin) + ": expected a JSON object");
   if (text(j, origin, "format") != kHwProfileFormat)
     field_error(origin, "format", "must be \"" + std::string(kHwProfileFormat) + "\"");

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/parse_json.h"
 #include "gguf/file.h"
 #include "perf/cost.h"
 
@@ -125,12 +126,7 @@ void validate_config(const Config& c, std::string_view origin) {
 }
 
 Config parse_hf_config(std::string_view json_text, std::string_view origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw Error(std::string(origin) + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = parse_json(json_text, origin);
   if (!j.is_object()) throw Error(std::string(origin) + ": expected a JSON object");
 
   Config c;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/parse_json.h"
 #include "perf/model_catalog.h"
 #include "perf/units.h"
 
@@ -34,12 +35,7 @@ int64_t count(const json& e, const std::string& where, const char* key, int64_t 
 }  // namespace
 
 std::vector<Measurement> parse_measurements(const std::string& json_text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw Error(origin + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = parse_json(json_text, origin);
   if (!j.is_object() || !j.contains("measurements") || !j["measurements"].is_array())
     throw Error(origin + ": expected an object with a 'measurements' array");
   std::vector<Measurement> out;

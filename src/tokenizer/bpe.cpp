@@ -175,8 +175,9 @@ class BpeTokenizer final : public TokenizerBase {
         out.push_back(s.id);
         continue;
       }
-      // Not a token (only with inconsistent merges): like llama.cpp, emit the
-      // tokens of the single bytes of its mapped text that exist.
+      // Not a token (a byte the vocabulary has no token for, such as 0x1D in
+      // SmolLM2's, or inconsistent merges): like llama.cpp, emit the tokens of
+      // the single bytes of its mapped text that exist, so such a byte is lost.
       for (char c : mapped(std::string_view(word).substr(s.start, s.length))) {
         if (int32_t id = find_token(std::string_view(&c, 1)); id >= 0) out.push_back(id);
       }

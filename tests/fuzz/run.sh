@@ -1,16 +1,50 @@
 #!/usr/bin/env bash
-# Runs a fuzz target for a bounded time, seeded with real GGUF headers.
+# Runs a fuzz target for a bounded time, seeded with real inputs of its kind.
 #   tests/fuzz/run.sh BINARY SECONDS
+# The target is told by its name: fuzz_gguf (GGUF files), fuzz_api (a parser
+# selector byte, then a request body or JSON file), fuzz_tokenizer (text).
 set -euo pipefail
 BIN="$1"
 SECONDS_LIMIT="${2:-60}"
 ROOT="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 CORPUS="$(mktemp -d)"
 trap 'rm -rf "$CORPUS"' EXIT
-# Seeds: the shared tiny model whole, and the first 64 KiB of the default model
-# (its metadata and tensor table; the data is not needed to reach the parser).
-cp "$ROOT/../shared/models/stories260K.gguf" "$CORPUS/" 2>/dev/null || true
-[[ -f "$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]] &&
-  head -c 65536 "$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf" >"$CORPUS/smollm2-head.gguf"
-"$BIN" "$CORPUS" -max_total_time="$SECONDS_LIMIT" -rss_limit_mb=2048 -max_len=2000000 -timeout=10 \
+MAX_LEN=4096
+case "$(basename "$BIN")" in
+  fuzz_gguf)
+    # The shared tiny model whole, and the first 64 KiB of the default model
+    # (its metadata and tensor table; the data is not needed to reach the parser).
+    cp "$ROOT/../shared/models/stories260K.gguf" "$CORPUS/" 2>/dev/null || true
+    [[ -f "$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]] &&
+      head -c 65536 "$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf" >"$CORPUS/smollm2-head.gguf"
+    MAX_LEN=2000000
+    ;;
+  fuzz_api)
+    # Selector byte (see fuzz_api.cpp), then a valid input of that parser.
+    seed() { printf "\\x$(printf %02x "$1")%s" "$2" >"$CORPUS/seed-$1-$3"; }
+    seed 0 '{"prompt":"Once upon a time","max_tokens":8,"temperature":0.7,"top_p":0.9,"stop":["."],"stream":true,"stream_options":{"include_usage":true}}' a
+    seed 0 '{"prompt":[1,403,407],"max_tokens":4,"seed":3,"logit_bias":{"5":1}}' b
+    seed 1 '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"max_tokens":4,"n":1}' a
+    seed 2 '{"prompt":"Tell a story","n":4,"no_kv_cache":true}' a
+    seed 3 '{"model":"llama-3.1-8b","hw":"h100","prompt":128,"gen":16,"batch":2,"weights":"q4_0","kv":"q8_0"}' a
+    seed 4 '{"ttft_ms":50,"decode_tok_s":2,"prompt_tokens":512,"model":"llama-3.1-8b","hw":"a100-80gb","answer":"decode is memory-bandwidth bound"}' a
+    profile="${XDG_CACHE_HOME:-$HOME/.cache}/kvlab/hw-profile.json"
+    [[ -f "$profile" ]] && { printf '\x05' >"$CORPUS/seed-5-a"; cat "$profile" >>"$CORPUS/seed-5-a"; }
+    seed 6 '{"architectures":["LlamaForCausalLM"],"hidden_size":576,"intermediate_size":1536,"num_attention_heads":9,"num_key_value_heads":3,"num_hidden_layers":30,"vocab_size":49152,"rope_theta":100000,"tie_word_embeddings":true,"max_position_embeddings":8192}' a
+    MAX_LEN=65536
+    ;;
+  fuzz_tokenizer)
+    # The texts of the golden tokenizer cases (unicode, emoji, code, numbers,
+    # whitespace runs, special tokens).
+    python3 - "$ROOT/tests/golden" "$CORPUS" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[2])
+for i, path in enumerate(sorted(pathlib.Path(sys.argv[1]).glob("*.tokenize.json"))):
+    for j, case in enumerate(json.load(open(path))["cases"]):
+        (out / f"case-{i}-{j}").write_text(case["text"], encoding="utf-8", errors="surrogateescape")
+PY
+    ;;
+  *) echo "run.sh: unknown fuzz target $BIN" >&2; exit 2 ;;
+esac
+"$BIN" "$CORPUS" -max_total_time="$SECONDS_LIMIT" -rss_limit_mb=2048 -max_len="$MAX_LEN" -timeout=10 \
   -print_final_stats=1 2>&1 | tail -15

@@ -136,6 +136,16 @@ TEST(TokenizerModels, SmolLmRoundTripAndInvalidUtf8) {
   EXPECT_EQ(t->decode(t->encode("a\xFF" "b\xC3", false, false)), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
 }
 
+// SmolLM2's vocabulary has a token for every byte but 0x1D; llama.cpp then
+// drops the byte (llama-cpp-python 0.3.36: "a\x1db" -> [81, 82]), and so does
+// kvlab (found by tests/fuzz/fuzz_tokenizer). The bytes around it survive.
+TEST(TokenizerModels, SmolLmDropsTheByteItHasNoTokenFor) {
+  LOAD_OR_SKIP(t, kSmolLm);
+  EXPECT_EQ(t->encode("a\x1d" "b", false, false), (std::vector<int32_t>{81, 82}));
+  EXPECT_TRUE(t->encode("\x1d", false, false).empty());
+  EXPECT_EQ(t->encode("\x1c", false, false), (std::vector<int32_t>{213}));
+}
+
 TEST(TokenizerModels, SmolLmKilobytesInMilliseconds) {
   LOAD_OR_SKIP(t, kSmolLm);
   std::string text;

@@ -140,6 +140,13 @@ TEST(PerfHwProfile, RejectsBadFieldsByName) {
   EXPECT_EQ(error_of([&] { parse_hw_profile(no_bw, "p.json"); }),
             "p.json: field 'mem_read_bw' missing or not a non-empty array of {threads, bytes_per_s}");
   EXPECT_NE(error_of([] { parse_hw_profile("{", "p.json"); }).find("p.json: not valid JSON"), std::string::npos);
+  // A number beyond double's range: nlohmann's out_of_range, not a parse_error
+  // (found by tests/fuzz/fuzz_api), is the same one-line error.
+  EXPECT_NE(error_of([] { parse_hw_profile(R"({"format": 4e5482})", "p.json"); }).find("p.json: not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_hf_config(R"({"hidden_size": 1e999})", "config.json"); })
+                .find("config.json: not valid JSON"),
+            std::string::npos);
 }
 
 TEST(PerfHwProfile, ThisMachineComesFromTheProfile) {

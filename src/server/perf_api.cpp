@@ -1,0 +1,107 @@
+#include "server/perf_api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "perf/diagnose.h"
+#include "perf/formats.h"
+#include "perf/grade.h"
+#include "perf/hardware.h"
+#include "perf/model_catalog.h"
+#include "perf/report.h"
+#include "perf/simulate.h"
+#include "server/openai_api.h"
+
+namespace kvlab::server {
+
+using nlohmann::json;
+
+namespace {
+
+// JSON field helpers for the perf endpoints (kvlab::Error -> 400).
+template <class T>
+T get_or(const json& j, const char* name, T def) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return def;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw ApiException{ApiError{400, std::string("'") + name + "' has the wrong type", "invalid_request_error", name,
+                                "invalid_type"}};
+  }
+}
+
+json parse_object(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) throw ApiException{ApiError{400, "the request body is not valid JSON", "invalid_request_error", "", "invalid_json"}};
+  if (!j.is_object()) throw ApiException{ApiError{400, "the request body must be a JSON object", "invalid_request_error", "", "invalid_type"}};
+  return j;
+}
+
+// Only catalog ids over HTTP: a path would let a client read server files.
+perf::ResolvedModel catalog_model(const std::string& name) {
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
+      name.ends_with(".gguf") || name.ends_with(".json"))
+    throw ApiException{ApiError{400, "'model' must be a catalog model id", "invalid_request_error", "model", "invalid_value"}};
+  return perf::resolve_model(name);
+}
+
+}  // namespace
+
+std::string simulate_request(const std::string& body) {
+  const json j = parse_object(body);
+  const perf::ResolvedModel m = catalog_model(get_or<std::string>(j, "model", "llama-3.1-8b"));
+  const perf::Hardware hw = perf::find_hardware(get_or<std::string>(j, "hw", "h100"));
+  perf::SimOptions opt;
+  opt.prompt = get_or<int64_t>(j, "prompt", 512);
+  opt.gen = get_or<int64_t>(j, "gen", 256);
+  opt.batch = get_or<int64_t>(j, "batch", 1);
+  if (opt.prompt < 1 || opt.prompt > (1 << 22)) throw Error("'prompt' must be in [1, 4194304]");
+  if (opt.gen < 0 || opt.gen > (1 << 16)) throw Error("'gen' must be in [0, 65536]");
+  if (opt.batch < 1 || opt.batch > (1 << 16)) throw Error("'batch' must be in [1, 65536]");
+  const std::string weights = get_or<std::string>(j, "weights", "auto");
+  opt.weights = weights == "auto" ? "bf16" : weights;
+  if (weights == "auto" && m.file_bits_per_weight) {
+    opt.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
+    opt.weight_bits = m.file_bits_per_weight;
+  }
+  opt.kv = get_or<std::string>(j, "kv", "f16");
+  const std::string compute = get_or<std::string>(j, "compute", "auto");
+  if (compute != "auto") opt.compute = perf::parse_precision(compute);
+  opt.with_cache = !get_or<bool>(j, "no_kv_cache", false);
+  opt.eff = perf::efficiency_for(hw, opt.weights, opt.kv, m.config);  // measured for a probed "this"
+  return perf::render_simulation(perf::simulate(m.id, m.config, hw, opt), perf::Format::Json);
+}
+
+std::string diagnose_request(const std::string& body) {
+  const json j = parse_object(body);
+  perf::DiagnoseOptions d;
+  d.obs.ttft_s = get_or<double>(j, "ttft_ms", 50) / 1e3;
+  d.obs.decode_tok_s = get_or<double>(j, "decode_tok_s", 2);
+  d.obs.prompt_tokens = get_or<int64_t>(j, "prompt_tokens", 512);
+  d.obs.gen_tokens = get_or<int64_t>(j, "gen_tokens", 128);
+  d.obs.kv_cache = !get_or<bool>(j, "no_kv_cache", false);
+  if (!(d.obs.ttft_s > 0) || !(d.obs.decode_tok_s > 0)) throw Error("'ttft_ms' and 'decode_tok_s' must be > 0");
+  if (d.obs.prompt_tokens < 1 || d.obs.gen_tokens < 1) throw Error("'prompt_tokens' and 'gen_tokens' must be >= 1");
+  const perf::ResolvedModel m = catalog_model(get_or<std::string>(j, "model", "llama-3.1-8b"));
+  d.model_id = m.id;
+  d.model = m.config;
+  const std::string weights = get_or<std::string>(j, "weights", "auto");
+  d.weights = weights == "auto" ? "bf16" : weights;
+  if (weights == "auto" && m.file_bits_per_weight) {
+    d.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
+    d.weight_bits = m.file_bits_per_weight;
+  }
+  d.kv = get_or<std::string>(j, "kv", "f16");
+  const std::string hw = get_or<std::string>(j, "hw", "");
+  if (!hw.empty()) d.hw = perf::find_hardware(hw);
+  d.target_ttft_s = get_or<double>(j, "target_ttft_ms", d.target_ttft_s * 1e3) / 1e3;
+  d.target_tok_s = get_or<double>(j, "target_tok_s", d.target_tok_s);
+  const perf::Diagnosis result = perf::diagnose(d);
+  const std::string answer = get_or<std::string>(j, "answer", "");
+  if (!answer.empty())
+    return perf::render_grade(perf::grade_answer(answer, perf::expected_from(result)), perf::Format::Json);
+  return perf::render_diagnosis(result, perf::Format::Json);
+}
+
+}  // namespace kvlab::server
