@@ -44,15 +44,6 @@ struct DiagnoseCliOptions {
   bool model_given = false;
 };
 
-// "auto": a GGUF file's own bits per weight (priced at the nearest named
-// format's precision); otherwise bf16.
-void choose_weights(const std::string& weights, const perf::ResolvedModel& m, perf::DiagnoseOptions& d) {
-  d.weights = weights == "auto" ? "bf16" : weights;
-  if (weights != "auto" || !m.file_bits_per_weight) return;
-  d.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
-  d.weight_bits = m.file_bits_per_weight;
-}
-
 void diagnose(const DiagnoseCliOptions& o) {
   const perf::Format format = perf::parse_format(o.output, false);
   perf::DiagnoseOptions d;
@@ -71,7 +62,9 @@ void diagnose(const DiagnoseCliOptions& o) {
   const perf::ResolvedModel m = perf::resolve_model(model);
   d.model_id = m.id;
   d.model = m.config;
-  choose_weights(o.weights, m, d);
+  const perf::PricedWeights weights = perf::priced_weights(o.weights, m);
+  d.weights = weights.format;
+  d.weight_bits = weights.bits;
   d.kv = o.kv;
   if (!o.hw.empty()) d.hw = perf::find_hardware(o.hw, o.hw_profile);
   d.eff = {o.eff_bw, o.eff_compute, o.layer_overhead_us * 1e-6};

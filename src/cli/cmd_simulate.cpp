@@ -63,15 +63,6 @@ perf::Efficiency efficiency(const SimulateOptions& o, const perf::Hardware& hw, 
   return e;
 }
 
-// "auto": a GGUF file is priced at its own average bits per weight, with the
-// compute precision of the named format closest in size; anything else is bf16.
-void choose_weights(const std::string& weights, const perf::ResolvedModel& m, perf::SimOptions& opt) {
-  opt.weights = weights == "auto" ? "bf16" : weights;
-  if (weights != "auto" || !m.file_bits_per_weight) return;
-  opt.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
-  opt.weight_bits = m.file_bits_per_weight;
-}
-
 void list_catalogs() {
   std::printf(
       "## Hardware (dense peaks)\n\n| id | name | kind | fp32 | bf16/fp16 | fp8 | int8 | bandwidth | memory | source "
@@ -113,7 +104,9 @@ void simulate(const SimulateOptions& o) {
   opt.prompt = o.prompt;
   opt.gen = o.gen;
   opt.batch = o.batch;
-  choose_weights(o.weights, m, opt);
+  const perf::PricedWeights weights = perf::priced_weights(o.weights, m);
+  opt.weights = weights.format;
+  opt.weight_bits = weights.bits;
   opt.kv = o.kv;
   if (o.compute != "auto") opt.compute = perf::parse_precision(o.compute);
   opt.eff = efficiency(o, hw, opt, m.config);

@@ -11,6 +11,7 @@
 #include "common/parse_json.h"
 #include "gguf/file.h"
 #include "perf/cost.h"
+#include "perf/formats.h"
 
 namespace kvlab::perf {
 
@@ -197,6 +198,12 @@ ResolvedModel resolve_model(std::string_view name_or_path) {
   std::string ids;
   for (const ModelEntry& e : catalog()) ids += std::string(e.id) + ", ";
   throw Error("unknown model '" + path + "' (expected one of: " + ids + "a .gguf file or a config.json)");
+}
+
+PricedWeights priced_weights(const std::string& requested, const ResolvedModel& m) {
+  if (requested != "auto") return {requested, std::nullopt};
+  if (!m.file_bits_per_weight) return {"bf16", std::nullopt};
+  return {std::string(nearest_weight_format(*m.file_bits_per_weight).name), m.file_bits_per_weight};
 }
 
 }  // namespace kvlab::perf

@@ -29,6 +29,15 @@ struct ResolvedModel {
   std::optional<double> file_bits_per_weight;
 };
 
+// The weights a simulation or diagnosis prices `m` at: the `requested`
+// format name, except "auto": a GGUF file at its own average bits per weight
+// with the precision of the named format closest in size, anything else bf16.
+struct PricedWeights {
+  std::string format;
+  std::optional<double> bits;  // set for a GGUF file's own average
+};
+PricedWeights priced_weights(const std::string& requested, const ResolvedModel& m);
+
 // A catalog id (case-insensitive), a path ending in ".gguf", or a path to a
 // Hugging Face config.json (any path ending in ".json"). Throws kvlab::Error.
 ResolvedModel resolve_model(std::string_view name_or_path);

@@ -4,7 +4,6 @@
 
 #include "common/error.h"
 #include "perf/diagnose.h"
-#include "perf/formats.h"
 #include "perf/grade.h"
 #include "perf/hardware.h"
 #include "perf/model_catalog.h"
@@ -59,12 +58,9 @@ std::string simulate_request(const std::string& body) {
   if (opt.prompt < 1 || opt.prompt > (1 << 22)) throw Error("'prompt' must be in [1, 4194304]");
   if (opt.gen < 0 || opt.gen > (1 << 16)) throw Error("'gen' must be in [0, 65536]");
   if (opt.batch < 1 || opt.batch > (1 << 16)) throw Error("'batch' must be in [1, 65536]");
-  const std::string weights = get_or<std::string>(j, "weights", "auto");
-  opt.weights = weights == "auto" ? "bf16" : weights;
-  if (weights == "auto" && m.file_bits_per_weight) {
-    opt.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
-    opt.weight_bits = m.file_bits_per_weight;
-  }
+  const perf::PricedWeights weights = perf::priced_weights(get_or<std::string>(j, "weights", "auto"), m);
+  opt.weights = weights.format;
+  opt.weight_bits = weights.bits;
   opt.kv = get_or<std::string>(j, "kv", "f16");
   const std::string compute = get_or<std::string>(j, "compute", "auto");
   if (compute != "auto") opt.compute = perf::parse_precision(compute);
@@ -86,12 +82,9 @@ std::string diagnose_request(const std::string& body) {
   const perf::ResolvedModel m = catalog_model(get_or<std::string>(j, "model", "llama-3.1-8b"));
   d.model_id = m.id;
   d.model = m.config;
-  const std::string weights = get_or<std::string>(j, "weights", "auto");
-  d.weights = weights == "auto" ? "bf16" : weights;
-  if (weights == "auto" && m.file_bits_per_weight) {
-    d.weights = std::string(perf::nearest_weight_format(*m.file_bits_per_weight).name);
-    d.weight_bits = m.file_bits_per_weight;
-  }
+  const perf::PricedWeights weights = perf::priced_weights(get_or<std::string>(j, "weights", "auto"), m);
+  d.weights = weights.format;
+  d.weight_bits = weights.bits;
   d.kv = get_or<std::string>(j, "kv", "f16");
   const std::string hw = get_or<std::string>(j, "hw", "");
   if (!hw.empty()) d.hw = perf::find_hardware(hw);

@@ -256,5 +256,19 @@ TEST(PerfModels, HfConfigErrorsNameTheField) {
   EXPECT_NE(error_of([] { resolve_model("gpt-9"); }).find("unknown model 'gpt-9'"), std::string::npos);
 }
 
+TEST(PerfModelCatalog, PricedWeightsAutoFollowsAFilesOwnBits) {
+  ResolvedModel catalog = resolve_model("llama-3.1-8b");
+  EXPECT_EQ(priced_weights("auto", catalog).format, "bf16");
+  EXPECT_FALSE(priced_weights("auto", catalog).bits);
+  EXPECT_EQ(priced_weights("q4_0", catalog).format, "q4_0");
+  // A GGUF file of 5.74 bits per weight (the default model): the nearest
+  // named format is q4_1 (5 bits) rather than q8_0 (8.5), at its own bits.
+  catalog.file_bits_per_weight = 5.74;
+  EXPECT_EQ(priced_weights("auto", catalog).format, "q4_1");
+  EXPECT_DOUBLE_EQ(*priced_weights("auto", catalog).bits, 5.74);
+  EXPECT_EQ(priced_weights("q8_0", catalog).format, "q8_0");  // a name given wins
+  EXPECT_FALSE(priced_weights("q8_0", catalog).bits);
+}
+
 }  // namespace
 }  // namespace kvlab::perf
