@@ -39,7 +39,8 @@ class Sampler {
   };
   Params p_;
   std::mt19937_64 rng_;
-  std::vector<Candidate> cand_;  // reused between calls
+  std::vector<Candidate> cand_;    // reused between calls
+  std::vector<float> penalized_;   // the logits with the repetition penalty applied
 };
 
 }  // namespace kvlab::sample

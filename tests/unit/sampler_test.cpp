@@ -1,0 +1,233 @@
+// The sampler chain (sample/sampler.h): each stage's effect on draws with a
+// known distribution, seeded reproducibility, and the fast top-k selection
+// against the chain written the plain way (every candidate sorted).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "sample/sampler.h"
+
+namespace kvlab::sample {
+namespace {
+
+std::vector<float> random_logits(size_t n, uint32_t seed, float sigma = 3.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, sigma);
+  std::vector<float> l(n);
+  for (float& x : l) x = nd(rng);
+  return l;
+}
+
+// The chain of sampler.h with no shortcut: penalty, every candidate sorted by
+// (logit desc, id asc), top-k cut, softmax at T, top-p, min-p, the draw.
+int32_t reference_sample(const Params& p, std::vector<float> l, const std::vector<int32_t>& history,
+                         std::mt19937_64& rng) {
+  if (p.repeat_penalty != 1.f && p.repeat_last_n > 0) {
+    const size_t n = std::min(history.size(), size_t(p.repeat_last_n));
+    std::vector<int32_t> seen(history.end() - ptrdiff_t(n), history.end());
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (int32_t id : seen) l[size_t(id)] = l[size_t(id)] > 0 ? l[size_t(id)] / p.repeat_penalty : l[size_t(id)] * p.repeat_penalty;
+  }
+  std::vector<int32_t> ids(l.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return l[size_t(a)] > l[size_t(b)] || (l[size_t(a)] == l[size_t(b)] && a < b); });
+  if (p.temperature == 0.f) return ids[0];
+  if (p.top_k > 0 && size_t(p.top_k) < ids.size()) ids.resize(size_t(p.top_k));
+  std::vector<float> prob(ids.size());
+  double sum = 0;
+  for (size_t i = 0; i < ids.size(); ++i) sum += (prob[i] = std::exp((l[size_t(ids[i])] - l[size_t(ids[0])]) / p.temperature));
+  for (float& x : prob) x = float(x / sum);
+  size_t keep = ids.size();
+  if (p.top_p < 1.f) {
+    double cum = 0;
+    size_t n = 0;
+    while (n < keep) {
+      cum += prob[n++];
+      if (cum >= p.top_p) break;
+    }
+    keep = std::max<size_t>(n, 1);
+  }
+  if (p.min_p > 0.f) {
+    size_t n = 1;
+    while (n < keep && prob[n] >= p.min_p * prob[0]) ++n;
+    keep = n;
+  }
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += prob[i];
+  const double u = double(rng() >> 11) * (1.0 / 9007199254740992.0) * total;
+  double acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += prob[i];
+    if (u < acc) return ids[i];
+  }
+  return ids[keep - 1];
+}
+
+TEST(Sampler, EqualsThePlainChainDrawForDraw) {
+  constexpr int kVocab = 4096;
+  std::vector<Params> settings;
+  for (int top_k : {0, 1, 5, 40, kVocab - 1, kVocab, kVocab + 100})
+    for (float temp : {0.f, 0.5f, 1.3f}) {
+      Params p;
+      p.top_k = top_k;
+      p.temperature = temp;
+      p.seed = uint64_t(top_k) * 7 + uint64_t(temp * 10);
+      settings.push_back(p);
+    }
+  Params pen;
+  pen.repeat_penalty = 1.3f;
+  pen.top_p = 0.8f;
+  pen.min_p = 0.1f;
+  settings.push_back(pen);
+  Params off;
+  off.top_p = 1.f;
+  off.min_p = 0.f;
+  settings.push_back(off);
+  for (const Params& p : settings) {
+    Sampler s(p);
+    std::mt19937_64 rng(p.seed);
+    std::vector<int32_t> history = {5, 9, 5, 300};
+    for (int step = 0; step < 30; ++step) {
+      std::vector<float> l = random_logits(kVocab, uint32_t(step + 1));
+      if (step % 3 == 0)  // ties: 60 equal logits above all others, across every top-k border
+        for (int i = 100; i < 160; ++i) l[size_t(i)] = 50.f;
+      const int32_t want = reference_sample(p, l, history, rng);
+      ASSERT_EQ(s.sample(l, history), want) << "top_k " << p.top_k << " T " << p.temperature << " step " << step;
+      history.push_back(want);
+    }
+  }
+}
+
+TEST(Sampler, GreedyIsTheArgmaxTiesToTheLowerId) {
+  Params p;
+  p.temperature = 0.f;
+  Sampler s(p);
+  EXPECT_EQ(s.sample(std::vector<float>{1.f, 3.f, 3.f, 2.f}, {}), 1);
+  EXPECT_EQ(argmax(std::vector<float>{1.f, 3.f, 3.f, 2.f}), 1);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
+  Params p;
+  p.temperature = 0.f;
+  p.repeat_penalty = 2.f;
+  Sampler s(p);
+  // Token 0 (logit 3, seen) drops to 1.5, below token 1's 2.
+  EXPECT_EQ(s.sample(std::vector<float>{3.f, 2.f, -1.f}, std::vector<int32_t>{0}), 1);
+  // A negative logit seen gets more negative: -1 -> -2, so token 2 stays last.
+  Params q = p;
+  q.repeat_penalty = 0.25f;  // < 1 favours repeats: -1 * 0.25 = -0.25 beats -0.5
+  Sampler r(q);
+  EXPECT_EQ(r.sample(std::vector<float>{-0.5f, -0.6f, -1.f}, std::vector<int32_t>{2}), 2);
+  // Only the last repeat_last_n tokens count.
+  Params w = p;
+  w.repeat_last_n = 1;
+  Sampler t(w);
+  EXPECT_EQ(t.sample(std::vector<float>{3.f, 2.f}, std::vector<int32_t>{0, 1}), 0);
+}
+
+// Draw counts over many draws against the distribution each stage leaves.
+std::map<int32_t, int> draw(const Params& p, const std::vector<float>& l, int n) {
+  Sampler s(p);
+  std::map<int32_t, int> count;
+  for (int i = 0; i < n; ++i) ++count[s.sample(l, {})];
+  return count;
+}
+
+TEST(Sampler, TemperatureDrawsFollowTheSoftmax) {
+  const std::vector<float> l = {2.f, 1.f, 0.f, -1.f};
+  for (float temp : {0.5f, 1.f, 2.f}) {
+    Params p;
+    p.temperature = temp;
+    p.top_k = 0;
+    p.top_p = 1.f;
+    p.min_p = 0.f;
+    p.seed = 11;
+    const int n = 40000;
+    const auto count = draw(p, l, n);
+    double z = 0;
+    for (float x : l) z += std::exp(x / temp);
+    for (int32_t id = 0; id < 4; ++id) {
+      const double want = std::exp(l[size_t(id)] / temp) / z;
+      const double got = double(count.count(id) ? count.at(id) : 0) / n;
+      EXPECT_NEAR(got, want, 4 * std::sqrt(want * (1 - want) / n) + 1e-3) << "T " << temp << " id " << id;
+    }
+  }
+}
+
+TEST(Sampler, TopKTopPAndMinPKeepOnlyTheirCandidates) {
+  // Softmax at T = 1 of {3, 2, 1, 0, -1}: 0.636, 0.234, 0.086, 0.032, 0.012.
+  const std::vector<float> l = {3.f, 2.f, 1.f, 0.f, -1.f};
+  auto ids_drawn = [&](Params p) {
+    p.temperature = 1.f;
+    p.seed = 5;
+    std::vector<int32_t> ids;
+    for (const auto& [id, c] : draw(p, l, 5000)) ids.push_back(id);
+    return ids;
+  };
+  Params none;
+  none.top_k = 0;
+  none.top_p = 1.f;
+  none.min_p = 0.f;
+  EXPECT_EQ(ids_drawn(none), (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  Params k2 = none;
+  k2.top_k = 2;
+  EXPECT_EQ(ids_drawn(k2), (std::vector<int32_t>{0, 1}));
+  Params p90 = none;
+  p90.top_p = 0.9f;  // 0.636 + 0.234 = 0.870 < 0.9, + 0.086 = 0.956: three
+  EXPECT_EQ(ids_drawn(p90), (std::vector<int32_t>{0, 1, 2}));
+  Params m10 = none;
+  m10.min_p = 0.1f;  // keep p >= 0.0636: the first three
+  EXPECT_EQ(ids_drawn(m10), (std::vector<int32_t>{0, 1, 2}));
+  Params k1 = none;
+  k1.top_k = 1;
+  EXPECT_EQ(ids_drawn(k1), (std::vector<int32_t>{0}));
+}
+
+TEST(Sampler, ASeedRepeatsItsDrawsAndAnotherSeedDoesNot) {
+  const std::vector<float> l = random_logits(1000, 3, 1.f);
+  auto run = [&](uint64_t seed) {
+    Params p;
+    p.seed = seed;
+    p.top_k = 0;
+    Sampler s(p);
+    std::vector<int32_t> out;
+    for (int i = 0; i < 50; ++i) out.push_back(s.sample(l, out));
+    return out;
+  };
+  EXPECT_EQ(run(42), run(42));
+  EXPECT_NE(run(42), run(43));
+}
+
+TEST(Sampler, RejectsOutOfRangeParameters) {
+  auto error_of = [](Params p) {
+    try {
+      validate(p);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  Params p;
+  p.temperature = -1.f;
+  EXPECT_EQ(error_of(p), "--temp must be >= 0");
+  p = Params{};
+  p.top_p = 0.f;
+  EXPECT_EQ(error_of(p), "--top-p must be in (0, 1]");
+  p = Params{};
+  p.min_p = 1.f;
+  EXPECT_EQ(error_of(p), "--min-p must be in [0, 1)");
+  p = Params{};
+  p.repeat_penalty = 0.f;
+  EXPECT_EQ(error_of(p), "--repeat-penalty must be > 0");
+  EXPECT_THROW(Sampler{p}, Error);
+}
+
+}  // namespace
+}  // namespace kvlab::sample
