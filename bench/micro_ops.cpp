@@ -95,6 +95,7 @@ const char* act_name(kernels::ActFormat f) {
     case kernels::ActFormat::BF16: return "bf16";
     case kernels::ActFormat::Q8_0: return "q8_0";
     case kernels::ActFormat::Q8_1: return "q8_1";
+    case kernels::ActFormat::Q8_K: return "q8_k";
   }
   return "?";
 }
