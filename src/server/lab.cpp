@@ -92,9 +92,7 @@ LabRequest parse_race(const std::optional<std::string>& prompt, const std::optio
 }
 
 LabRequest parse_phases(const std::string& body, const tokenizer::Tokenizer& tok, const LabLimits& limits) {
-  const json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) fail("the request body is not valid JSON", {}, "invalid_json");
-  if (!j.is_object()) fail("the request body must be a JSON object", {}, "invalid_type");
+  const json j = parse_body(body);
   auto it = j.find("prompt");
   if (it == j.end() || it->is_null()) fail("'prompt' is required", "prompt", "missing_required_parameter");
   if (!it->is_string()) fail("'prompt' must be a string", "prompt", "invalid_type");

@@ -124,11 +124,16 @@ bool model_matches(const std::string& name, const std::string& model_id) {
   return name == model_id || name == model_id + ".gguf";
 }
 
-ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenizer::Tokenizer& tok,
-                            const ApiLimits& limits) {
-  const json j = json::parse(body, nullptr, false);
+json parse_body(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) fail("the request body is not valid JSON", {}, "invalid_json");
   if (!j.is_object()) fail("the request body must be a JSON object", {}, "invalid_type");
+  return j;
+}
+
+ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenizer::Tokenizer& tok,
+                            const ApiLimits& limits) {
+  const json j = parse_body(body);
   ParsedRequest r;
   r.endpoint = ep;
   r.model = limits.model_id;

@@ -41,6 +41,10 @@ struct ParsedRequest {
   std::string model;  // as echoed in responses
 };
 
+// A request body as a JSON object; throws ApiException 400 (code
+// invalid_json, or invalid_type for JSON that is not an object) otherwise.
+nlohmann::json parse_body(const std::string& body);
+
 // Parses and validates a request body; throws ApiException with the right
 // 4xx. Tokenizes the prompt (chat: the model's chat format, Tokenizer::apply_chat).
 ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenizer::Tokenizer& tok,

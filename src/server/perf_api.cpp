@@ -30,13 +30,6 @@ T get_or(const json& j, const char* name, T def) {
   }
 }
 
-json parse_object(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) throw ApiException{ApiError{400, "the request body is not valid JSON", "invalid_request_error", "", "invalid_json"}};
-  if (!j.is_object()) throw ApiException{ApiError{400, "the request body must be a JSON object", "invalid_request_error", "", "invalid_type"}};
-  return j;
-}
-
 // Only catalog ids over HTTP: a path would let a client read server files.
 perf::ResolvedModel catalog_model(const std::string& name) {
   if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
@@ -48,7 +41,7 @@ perf::ResolvedModel catalog_model(const std::string& name) {
 }  // namespace
 
 std::string simulate_request(const std::string& body) {
-  const json j = parse_object(body);
+  const json j = parse_body(body);
   const perf::ResolvedModel m = catalog_model(get_or<std::string>(j, "model", "llama-3.1-8b"));
   const perf::Hardware hw = perf::find_hardware(get_or<std::string>(j, "hw", "h100"));
   perf::SimOptions opt;
@@ -70,7 +63,7 @@ std::string simulate_request(const std::string& body) {
 }
 
 std::string diagnose_request(const std::string& body) {
-  const json j = parse_object(body);
+  const json j = parse_body(body);
   perf::DiagnoseOptions d;
   d.obs.ttft_s = get_or<double>(j, "ttft_ms", 50) / 1e3;
   d.obs.decode_tok_s = get_or<double>(j, "decode_tok_s", 2);
