@@ -2,7 +2,7 @@
 // pass over a batch of N sequences, one new token each, as the server's
 // continuous batching runs it (llama.cpp's batched-bench measures the same).
 //
-//   decode_batch/seqs:<N>/threads:<T>
+//   decode_batch/seqs:<N>/threads:<T>/<isa>
 //
 // tok/s counts the N tokens of every step. Each sequence starts from a 16-token
 // prefill, so attention is short and the weights dominate: one step reads the
@@ -25,17 +25,19 @@ namespace {
 
 constexpr int kPrefix = 16, kSteps = 256;  // positions of the prefill, then room for the timed steps
 
-const model::Model* default_model() {
-  static const std::unique_ptr<model::Model> m = [] {
-    const std::string path = std::string(KVLAB_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-    return std::filesystem::exists(path) ? model::Model::load(path) : nullptr;
-  }();
+// Loaded once per kernel set: the weights' layout at load follows the
+// kernels the active ISA has (kernels/rows8.h).
+const model::Model* default_model(kernels::Isa isa) {
+  static std::unique_ptr<model::Model> loaded[3];
+  std::unique_ptr<model::Model>& m = loaded[int(isa)];
+  const std::string path = std::string(KVLAB_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!m && std::filesystem::exists(path)) m = model::Model::load(path);
   return m.get();
 }
 
-void BM_decode_batch(benchmark::State& state, int n_seq, int threads) {
-  use_best_isa();
-  const model::Model* m = default_model();
+void BM_decode_batch(benchmark::State& state, kernels::Isa isa, int n_seq, int threads) {
+  use_isa(isa);
+  const model::Model* m = default_model(isa);
   if (!m) {
     state.SkipWithError("models/SmolLM2-135M-Instruct.Q4_1.gguf not found (scripts/setup.sh fetches it)");
     return;
@@ -67,13 +69,17 @@ void BM_decode_batch(benchmark::State& state, int n_seq, int threads) {
 }
 
 int register_all() {
-  for (int threads : {1, 2})
-    for (int n : {1, 2, 4, 8, 16}) {
-      const std::string name = "decode_batch/seqs:" + std::to_string(n) + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), BM_decode_batch, n, threads)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
-    }
+  for (kernels::Isa isa : available_isas()) {
+    if (isa == kernels::Isa::Scalar) continue;
+    for (int threads : {1, 2})
+      for (int n : {1, 2, 4, 8, 16}) {
+        const std::string name = "decode_batch/seqs:" + std::to_string(n) + "/threads:" + std::to_string(threads) +
+                                 "/" + kernels::isa_name(isa);
+        benchmark::RegisterBenchmark(name.c_str(), BM_decode_batch, isa, n, threads)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+  }
   return 0;
 }
 const int registered = register_all();

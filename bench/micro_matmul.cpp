@@ -1,6 +1,6 @@
 // matmul (kernels/matmul.h) on SmolLM2-135M-sized matrices, at the best ISA:
 //
-//   matmul/<dtype>[:rows8]/<rows>x<cols>/tok:<T>/threads:<N>
+//   matmul/<dtype>[:rows8]/<rows>x<cols>/tok:<T>/threads:<N>/<isa>
 //
 // rows x cols = output x input features:
 //   576x576     attention q/o projections      (k/v are 192x576)
@@ -12,7 +12,8 @@
 // tokens that need logits, so it is measured at T = 1 and 64, not 512.
 //
 // ":rows8" is the layout the engine loads quantized weights in (kernels/rows8.h);
-// without it, the GGUF row-major layout (`--mmap`).
+// without it, the GGUF row-major layout (`--mmap`). <isa> is every SIMD
+// level this CPU runs (avx2, avx512), so one run compares them.
 //
 // Each iteration includes the activation conversion (f32 -> q8_0/q8_1/...),
 // as in the engine. Weights of 576x576 q4_1 (207 KiB) fit in L2, so their
@@ -31,9 +32,9 @@ namespace {
 
 using tensor::DType;
 
-void BM_matmul(benchmark::State& state, DType dtype, bool rows8, size_t rows, size_t cols, size_t n_tokens,
-               int threads) {
-  use_best_isa();
+void BM_matmul(benchmark::State& state, kernels::Isa isa, DType dtype, bool rows8, size_t rows, size_t cols,
+               size_t n_tokens, int threads) {
+  use_isa(isa);
   auto m = random_matrix(dtype, rows, cols, 7);
   kernels::WeightMatrix w;
   w.dtype = dtype;
@@ -77,18 +78,21 @@ int register_all() {
   };
   for (const auto& s : shapes)
     for (DType dt : s.dtypes)
-      for (bool rows8 : {false, true}) {
-        if (rows8 && !kernels::dot_kernel(dt).rows8) continue;  // floats, K-quants: row-major only
-        for (size_t t : s.tokens)
-          for (int threads : {1, 2}) {
-            const std::string name = "matmul/" + dtype_name(dt) + (rows8 ? ":rows8/" : "/") + std::to_string(s.rows) +
-                                     "x" + std::to_string(s.cols) + "/tok:" + std::to_string(t) +
-                                     "/threads:" + std::to_string(threads);
-            benchmark::RegisterBenchmark(name.c_str(), BM_matmul, dt, rows8, s.rows, s.cols, t, threads)
-                ->UseRealTime()
-                ->Unit(benchmark::kMicrosecond);
-          }
-      }
+      for (bool rows8 : {false, true})
+        for (kernels::Isa isa : available_isas()) {
+          if (isa == kernels::Isa::Scalar) continue;
+          if (rows8 && !kernels::dot_kernel(dt, isa).rows8) continue;  // floats, K-quants: row-major only
+          for (size_t t : s.tokens)
+            for (int threads : {1, 2}) {
+              const std::string name = "matmul/" + dtype_name(dt) + (rows8 ? ":rows8/" : "/") +
+                                       std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                       "/tok:" + std::to_string(t) + "/threads:" + std::to_string(threads) + "/" +
+                                       kernels::isa_name(isa);
+              benchmark::RegisterBenchmark(name.c_str(), BM_matmul, isa, dt, rows8, s.rows, s.cols, t, threads)
+                  ->UseRealTime()
+                  ->Unit(benchmark::kMicrosecond);
+            }
+        }
   return 0;
 }
 const int registered = register_all();

@@ -1,10 +1,29 @@
 // kvlab: an LLM inference engine and performance lab. Dispatches to the
 // subcommands (cli/cmd_*.cpp) and reports any error once, on one line.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "kernels/cpu.h"
+
+namespace {
+
+// KVLAB_ISA=scalar|avx2|avx512 runs a lower kernel set than the CPU's best,
+// so one machine can time the sets side by side (kvlab bench records which
+// one ran). Unset or empty: the best.
+void apply_isa_override() {
+  const char* want = std::getenv("KVLAB_ISA");
+  if (!want || !*want) return;
+  using kvlab::kernels::Isa;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+    if (std::string(want) == kvlab::kernels::isa_name(isa)) return kvlab::kernels::set_isa(isa);
+  throw kvlab::Error("KVLAB_ISA=" + std::string(want) + ": expected scalar, avx2 or avx512");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kvlab: run GGUF models on the CPU, with and without a KV cache, and measure why"};
@@ -21,6 +40,7 @@ int main(int argc, char** argv) {
   kvlab::cli::add_probe_command(app);
   kvlab::cli::add_serve_command(app);
   try {
+    apply_isa_override();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

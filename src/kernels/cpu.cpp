@@ -57,7 +57,7 @@ std::atomic<int> g_forced{-1};
 
 Isa CpuFeatures::best() const {
   const bool avx2_ok = avx2 && fma && f16c;
-  if (avx2_ok && avx512f && avx512bw && avx512vl && avx512dq) return Isa::Avx512;
+  if (avx2_ok && avx512f && avx512bw && avx512vl && avx512dq && avx512vnni) return Isa::Avx512;
   if (avx2_ok) return Isa::Avx2;
   return Isa::Scalar;
 }

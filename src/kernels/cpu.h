@@ -12,7 +12,8 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false;
   std::string model;  // brand string
-  // The best kernel set this CPU can run (AVX2 needs FMA and F16C too).
+  // The best kernel set this CPU can run (AVX2 needs FMA and F16C too; the
+  // AVX-512 set needs F, BW, VL, DQ and VNNI, so Skylake-SP runs AVX2).
   Isa best() const;
 };
 

@@ -45,7 +45,7 @@ struct DotKernel {
   // four independent accumulation chains, each bit-identical to dot().
   void (*rows4)(const void* w_rows, size_t w_stride, const void* act_row, size_t n, float* out);
   // One group of 8 rows in the rows-of-8 layout (kernels/rows8.h) against
-  // 1..4 activation rows `act_stride` bytes apart, whose block headers are
+  // 1..rows8_tokens activation rows `act_stride` bytes apart, whose block headers are
   // also given widened to f32 (rows8_act_scales: 2 per block, the token
   // rows `scales_stride` floats apart); token t's 8 results go to
   // y + t * y_stride. Every result is bit-identical to the scalar reference
@@ -53,6 +53,9 @@ struct DotKernel {
   // dtype has no such kernel at this ISA, and its matrices stay row-major.
   void (*rows8)(const void* group, const void* act, size_t act_stride, const float* scales, size_t scales_stride,
                 size_t n_tokens, size_t n, float* y, size_t y_stride) = nullptr;
+  // The most tokens one rows8 call takes (the AVX2 kernels' accumulators
+  // fill 16 registers at 4; AVX-512 has 32).
+  size_t rows8_tokens = 4;
 };
 
 // dot4 / rows4 for kernels without fused ones: four calls of dot.
@@ -76,5 +79,7 @@ namespace avx2 {
 const DotKernel* find(tensor::DType w);
 const DotKernel* find_kquant(tensor::DType w);  // Q4_K, Q5_K, Q6_K
 }  // namespace avx2
+// The AVX2 set with VNNI rows-of-8 kernels where they exist.
+namespace avx512 { const DotKernel* find(tensor::DType w); }
 
 }  // namespace kvlab::kernels

@@ -18,11 +18,11 @@ constexpr size_t kTokenTile = 64;
 // Y[t0..t1) for weight rows [r0, r1).
 void multiply_rows(const DotKernel& k, const WeightMatrix& w, const uint8_t* act, size_t act_bytes, const float* scales,
                    size_t sc_floats, size_t r0, size_t r1, size_t t0, size_t t1, float* y) {
-  if (w.layout == Layout::Rows8) {  // groups of 8 rows (kernels/rows8.h), up to 4 tokens per pass
+  if (w.layout == Layout::Rows8) {  // groups of 8 rows (kernels/rows8.h), up to k.rows8_tokens per pass
     for (size_t r = r0; r < r1; r += kRows8)
-      for (size_t t = t0; t < t1; t += 4)
+      for (size_t t = t0; t < t1; t += k.rows8_tokens)
         k.rows8(w.data + r * w.row_bytes, act + t * act_bytes, act_bytes, scales + t * sc_floats, sc_floats,
-                std::min<size_t>(4, t1 - t), w.cols, y + t * w.rows + r, w.rows);
+                std::min(k.rows8_tokens, t1 - t), w.cols, y + t * w.rows + r, w.rows);
     return;
   }
   float out[4];

@@ -67,8 +67,10 @@ void rows8_act_scales(ActFormat f, const void* act_row, size_t n, float* out) {
   } else {
     const auto* b = static_cast<const tensor::BlockQ8_0*>(act_row);
     for (size_t i = 0; i < nb; ++i) {
+      int sum = 0;
+      for (int8_t q : b[i].qs) sum += q;
       out[2 * i] = tensor::f16_to_f32(b[i].d);
-      out[2 * i + 1] = 0.f;
+      out[2 * i + 1] = float(sum);
     }
   }
 }

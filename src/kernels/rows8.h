@@ -43,11 +43,13 @@ bool rows8_available(const WeightMatrix& w);
 // Returns whether it did.
 bool relayout_rows8(WeightMatrix& w, uint8_t* data);
 
-// The headers of one converted activation row (q8_0: d; q8_1: d, s) widened
-// to f32 once, 2 floats per 32-block (s = 0 for q8_0). The rows-of-8 kernels
-// meet each activation block once per group of 8 rows; widening its f16
-// headers there every time made the q4_1 GEMM 5-13% slower (microbench,
-// 1 thread, 64 and 512 tokens, best of 3 alternating runs; q8_0 unchanged).
+// The headers of one converted activation row widened to f32 once, 2 floats
+// per 32-block: q8_1 d and s; q8_0 d and the block's quant sum sum(q_x),
+// exact in f32 (|sum| <= 32*127), which the VNNI kernels need to use signed
+// weights as unsigned ones (dot_avx512.cpp). The rows-of-8 kernels meet each
+// activation block once per group of 8 rows; widening its f16 headers there
+// every time made the q4_1 GEMM 5-13% slower (microbench, 1 thread, 64 and
+// 512 tokens, best of 3 alternating runs; q8_0 unchanged).
 inline size_t rows8_scale_floats(size_t n) { return 2 * (n / tensor::kQK); }
 void rows8_act_scales(ActFormat f, const void* act_row, size_t n, float* out);
 

@@ -1,0 +1,203 @@
+// AVX-512 VNNI kernels (Ice Lake, Sapphire Rapids, Zen 4 and later).
+// Compiled with -mavx512f/bw/vl/dq/vnni; only called after
+// cpu().best() == Avx512, which requires VNNI.
+//
+// What VNNI changes is the rows-of-8 matmul (kernels/rows8.h), where the
+// prefill, the batched decode steps and the LM head spend their time. The
+// AVX2 kernels multiply bytes with vpmaddubsw (u8 x s8 pairs summed into
+// int16), widen with vpmaddwd and add, and move the weights' signs onto the
+// activations for signed formats (two vpsignb per product); vpdpbusd does a
+// u8 x s8 product, the sum of each 4 and the int32 accumulation in one
+// instruction, with no int16 stage that could overflow. A 32-element block
+// of 8 rows against one token is then 8 instructions. The EVEX encoding
+// gives 32 vector registers, so a whole block's 8 weight vectors stay live
+// for all of a pass's tokens (the AVX2 kernels take blocks in halves to fit
+// 16).
+//
+// vpdpbusd needs unsigned weights. q4_1 and q5_1 quants are unsigned
+// already. The signed formats are used as unsigned quants u = q + c with a
+// constant c (q4_0: the nibble, c = 8; q5_0: the 5-bit value, c = 16;
+// q8_0: q xor 0x80, c = 128), and the block's exact integer sum is
+//   sum(q * x) = sum(u * x) - c * sum(x),
+// with sum(x), the activation block's quant sum, given by rows8_act_scales.
+// Both terms are integers below 2^24 in magnitude (32 * 255 * 127 and
+// 128 * 32 * 127), so in f32 the subtraction is exact and yields the same
+// float(sumi) as the scalar reference; the block's term is then scaled with
+// the reference's float operations in its order (dot_scalar.cpp), lane by
+// lane, so every result equals it bit for bit, like the AVX2 kernels.
+//
+// Everything else (row-major dot products, activation quantization, the
+// float formats) is the AVX2 set's: the 256-bit integer pipes are what
+// limits those, and they gain nothing from wider vectors on the Zen 4 cores
+// this was measured on (which split 512-bit operations in two).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/dot.h"
+#include "tensor/blocks.h"
+
+namespace kvlab::kernels::avx512 {
+namespace {
+using namespace tensor;
+
+// Helpers of this file only: the AVX2 ones (rows8_avx2.h) are compiled for
+// AVX2, and an inline function built with these flags in their namespace
+// could be the copy the linker keeps for the AVX2 kernels too.
+inline __m256i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_set1_epi32(v);
+}
+inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m256 load_halves8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// As in the AVX2 kernels (rows8_avx2.h: 1 KiB ahead of the block in use).
+constexpr size_t kPrefetchAhead = 1024;
+inline void prefetch_ahead(const uint8_t* blk, size_t block_bytes) {
+  for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
+}
+
+// A kind K gives, for one column block of a group: `load`, the 8 weight
+// vectors w[i] whose lane r holds row r's unsigned quants for activation
+// bytes 4i..4i+3; `kBias`, the constant c above (0: none); the block's
+// header `scales`; and `accumulate`, the block's float term added to a
+// token's accumulator, given the block sum as f32 and the activation block's
+// d and s (rows8_act_scales).
+
+// Runs 0..3 of nibbles: low nibbles of run c are elements 4c..4c+3, its high
+// nibbles 16+4c.. (rows8.h).
+inline void load_nibbles(const uint8_t* runs, __m256i w[8]) {
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = load32(runs + 32 * c);
+    w[c] = _mm256_and_si256(v, mask);
+    w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+  }
+}
+
+struct DScale {
+  __m256 d;
+};
+struct DMScale {
+  __m256 d, m;
+};
+// float(sumi) * (d_w*d_x) + acc, one rounding (the reference's std::fma).
+inline __m256 accumulate_d(__m256 acc, __m256 sum, const DScale& s, const float* xs) {
+  return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs)), acc);
+}
+// float(sumi) * (d_w*d_x) + (m_w*s_x + acc).
+inline __m256 accumulate_dm(__m256 acc, __m256 sum, const DMScale& s, const float* xs) {
+  const __m256 dd = _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs));
+  return _mm256_fmadd_ps(sum, dd, _mm256_fmadd_ps(s.m, _mm256_broadcast_ss(xs + 1), acc));
+}
+
+struct Q4_1Vnni {
+  using A = BlockQ8_1;
+  using Scales = DMScale;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_1);
+  static constexpr int kBias = 0;
+  static void load(const uint8_t* blk, __m256i w[8]) { load_nibbles(blk + 32, w); }
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_dm(acc, sum, s, xs); }
+};
+
+struct Q4_0Vnni {
+  using A = BlockQ8_0;
+  using Scales = DScale;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_0);
+  static constexpr int kBias = 8;
+  static void load(const uint8_t* blk, __m256i w[8]) { load_nibbles(blk + 16, w); }
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_d(acc, sum, s, xs); }
+};
+
+struct Q8_0Vnni {
+  using A = BlockQ8_0;
+  using Scales = DScale;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ8_0);
+  static constexpr int kBias = 128;
+  static void load(const uint8_t* blk, __m256i w[8]) {
+    const __m256i flip = _mm256_set1_epi8(char(0x80));
+    for (int i = 0; i < 8; ++i) w[i] = _mm256_xor_si256(load32(blk + 16 + 32 * i), flip);
+  }
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_d(acc, sum, s, xs); }
+};
+
+// One group against NT tokens: the block's 8 weight vectors are loaded once
+// and meet all NT activation rows.
+template <class K, int NT>
+void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, const float* scales, size_t s_stride,
+                  size_t n, float* y, size_t y_stride) {
+  using A = typename K::A;
+  __m256 acc[NT];
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256 bias = _mm256_set1_ps(float(K::kBias));
+  for (size_t b = 0; b < n / kQK; ++b) {
+    const uint8_t* blk = group + b * K::kBlockBytes;
+    prefetch_ahead(blk, K::kBlockBytes);
+    __m256i w[8];
+    K::load(blk, w);
+    const typename K::Scales s = K::scales(blk);
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      const int8_t* qs = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b].qs;
+      const float* xs = scales + size_t(t) * s_stride + 2 * b;
+      __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i += 2) {
+        s0 = _mm256_dpbusd_epi32(s0, w[i], broadcast4(qs + 4 * i));
+        s1 = _mm256_dpbusd_epi32(s1, w[i + 1], broadcast4(qs + 4 * i + 4));
+      }
+      __m256 sumf = _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1));
+      if constexpr (K::kBias != 0) sumf = _mm256_fnmadd_ps(bias, _mm256_broadcast_ss(xs + 1), sumf);
+      acc[t] = K::accumulate(acc[t], sumf, s, xs);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
+}
+
+template <class K>
+void rows8(const void* group, const void* act, size_t a_stride, const float* scales, size_t s_stride, size_t n_tokens,
+           size_t n, float* y, size_t y_stride) {
+  auto* g = static_cast<const uint8_t*>(group);
+  auto* a = static_cast<const uint8_t*>(act);
+  switch (n_tokens) {
+    case 1: return rows8_tokens<K, 1>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 2: return rows8_tokens<K, 2>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 3: return rows8_tokens<K, 3>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 4: return rows8_tokens<K, 4>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 5: return rows8_tokens<K, 5>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 6: return rows8_tokens<K, 6>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    case 7: return rows8_tokens<K, 7>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+    default: return rows8_tokens<K, 8>(g, a, a_stride, scales, s_stride, n, y, y_stride);
+  }
+}
+
+DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8) {
+  DotKernel k = *avx2::find(w);
+  k.rows8 = rows8;
+  k.rows8_tokens = 8;
+  return k;
+}
+
+}  // namespace
+
+const DotKernel* find(DType w) {
+  static const DotKernel q4_0 = with_rows8(DType::Q4_0, rows8<Q4_0Vnni>);
+  static const DotKernel q4_1 = with_rows8(DType::Q4_1, rows8<Q4_1Vnni>);
+  static const DotKernel q8_0 = with_rows8(DType::Q8_0, rows8<Q8_0Vnni>);
+  switch (w) {
+    case DType::Q4_0: return &q4_0;
+    case DType::Q4_1: return &q4_1;
+    case DType::Q8_0: return &q8_0;
+    default: return avx2::find(w);
+  }
+}
+
+}  // namespace kvlab::kernels::avx512
