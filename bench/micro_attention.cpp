@@ -6,12 +6,22 @@
 //   attend/<kv type>/pos:<n>/<isa>
 //   attend/<kv type>/pos:1024/group:<G>          (best ISA; G query heads per KV head)
 //   attend_step/<kv type>/pos:<n>/layers:<L>   (best ISA)
+//   attend_batch/<kv type>/pos:2048/layers:<L>/threads:2/<isa>
 //
 // attend_step is one decode step's attention on one thread: all 3 KV heads
 // of L layers, each layer's K and V in its own buffer, head-major as in the
 // KV cache (kv/cache.h: each head's rows contiguous). With L = 30 (the
 // model's depth) the buffers far exceed the last-level cache at pos:2048, so
 // the rows come from DRAM, as in the engine; with L = 1 they stay cached.
+//
+// attend_batch is that step as the engine runs it: each layer's three KV
+// heads are one attend_batch call on a pool of 2 threads, which splits their
+// chunks over the threads, then merges the partials (wall time). With L = 90
+// (141 MiB of f16 K/V) no row is still in the last-level cache when it is
+// read again, as in the engine, where the weights stream through the cache
+// between two steps; with L = 30 (47 MiB) part of them is (this 32 MiB-L3 VM:
+// f16, 2 threads, 31 GB/s at L = 30, 24 GB/s at L = 90, and the engine's
+// attention at 2048 positions costs what L = 90 predicts).
 //
 // bytes/s counts the K and V rows read (2 * n_pos * one head's row bytes);
 // at pos:4096 with f16 that is 1 MiB per KV head, more than L2 on most CPUs.
@@ -59,40 +69,76 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
   state.counters["pos/s"] = rate(double(n_pos));
 }
 
-void BM_attend_step(benchmark::State& state, DType kv_type, int n_pos, int layers) {
-  use_best_isa();
-  const size_t head_bytes = *tensor::row_bytes(kv_type, kHeadDim);
-  const size_t row_stride = kKvHeads * head_bytes;  // all heads of a position
-  const auto& info = tensor::dtype_info(kv_type);
-  const auto src = random_floats(kKvHeads * kHeadDim, 3);
-  std::vector<uint8_t> row(row_stride);
-  info.quantize(src.data(), row.data(), kKvHeads * kHeadDim);
-  std::vector<std::vector<uint8_t>> k{size_t(layers)}, v{size_t(layers)};
-  for (int l = 0; l < layers; ++l) {
-    k[size_t(l)].resize(size_t(n_pos) * row_stride);
-    v[size_t(l)].resize(size_t(n_pos) * row_stride);
-    for (int j = 0; j < n_pos; ++j) {
-      std::copy(row.begin(), row.end(), k[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
-      std::copy(row.begin(), row.end(), v[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
+// One decode step's K and V: per layer, n_pos rows of each of the kKvHeads
+// heads, each head's rows contiguous (kv/cache.h).
+struct StepKv {
+  DType type;
+  int n_pos;
+  size_t head_bytes;
+  std::vector<std::vector<uint8_t>> k, v;
+  StepKv(DType t, int n, int layers) : type(t), n_pos(n), head_bytes(*tensor::row_bytes(t, kHeadDim)) {
+    const size_t row_stride = kKvHeads * head_bytes;  // all heads of a position
+    const auto src = random_floats(kKvHeads * kHeadDim, 3);
+    std::vector<uint8_t> row(row_stride);
+    tensor::dtype_info(t).quantize(src.data(), row.data(), kKvHeads * kHeadDim);
+    k.resize(size_t(layers));
+    v.resize(size_t(layers));
+    for (int l = 0; l < layers; ++l) {
+      k[size_t(l)].resize(size_t(n_pos) * row_stride);
+      v[size_t(l)].resize(size_t(n_pos) * row_stride);
+      for (int j = 0; j < n_pos; ++j) {
+        std::copy(row.begin(), row.end(), k[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
+        std::copy(row.begin(), row.end(), v[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
+      }
     }
   }
+  kernels::KvView view(int layer, size_t head) const {
+    kernels::KvView kv;
+    kv.k = k[size_t(layer)].data() + head * head_bytes * size_t(n_pos);
+    kv.v = v[size_t(layer)].data() + head * head_bytes * size_t(n_pos);
+    kv.row_stride = head_bytes;
+    kv.type = type;
+    return kv;
+  }
+  double bytes() const { return 2.0 * double(k.size()) * double(n_pos) * double(kKvHeads * head_bytes); }
+};
+
+void BM_attend_step(benchmark::State& state, DType kv_type, int n_pos, int layers) {
+  use_best_isa();
+  const StepKv kv(kv_type, n_pos, layers);
   const auto q = random_floats(kGroup * kHeadDim, 5);
   std::vector<float> scratch(kernels::attn_scratch_floats(kGroup, kHeadDim)), out(kGroup * kHeadDim);
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
     for (int l = 0; l < layers; ++l)
-      for (size_t h = 0; h < kKvHeads; ++h) {
-        kernels::KvView kv;
-        kv.k = k[size_t(l)].data() + h * head_bytes * size_t(n_pos);
-        kv.v = v[size_t(l)].data() + h * head_bytes * size_t(n_pos);
-        kv.row_stride = head_bytes;
-        kv.type = kv_type;
-        kernels::attend(q.data(), kGroup, kv, 0, n_pos, kHeadDim, scale, scratch.data(), out.data());
-      }
+      for (size_t h = 0; h < kKvHeads; ++h)
+        kernels::attend(q.data(), kGroup, kv.view(l, h), 0, n_pos, kHeadDim, scale, scratch.data(), out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  state.counters["bytes/s"] = rate(2.0 * double(layers) * double(n_pos) * double(row_stride));
+  state.counters["bytes/s"] = rate(kv.bytes());
+  state.counters["pos/s"] = rate(double(layers) * double(kKvHeads) * double(n_pos));
+}
+
+void BM_attend_batch(benchmark::State& state, DType kv_type, int n_pos, int layers, int threads, kernels::Isa isa) {
+  use_isa(isa);
+  const StepKv kv(kv_type, n_pos, layers);
+  const auto q = random_floats(kKvHeads * kGroup * kHeadDim, 5);
+  std::vector<float> out(kKvHeads * kGroup * kHeadDim);
+  kernels::ThreadPool pool(threads);
+  kernels::AttnScratch scratch(kGroup, kHeadDim, threads, n_pos);
+  const float scale = 1.0f / std::sqrt(float(kHeadDim));
+  std::vector<kernels::AttnItem> items(kKvHeads);
+  for (auto _ : state) {
+    for (int l = 0; l < layers; ++l) {
+      for (size_t h = 0; h < kKvHeads; ++h)
+        items[h] = {q.data() + h * kGroup * kHeadDim, kv.view(l, h), n_pos, out.data() + h * kGroup * kHeadDim};
+      kernels::attend_batch(items, kGroup, kHeadDim, scale, pool, scratch);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["bytes/s"] = rate(kv.bytes());
   state.counters["pos/s"] = rate(double(layers) * double(kKvHeads) * double(n_pos));
 }
 
@@ -102,6 +148,16 @@ int register_all() {
       const std::string name = "attend_step/" + dtype_name(kv) + "/pos:2048/layers:" + std::to_string(layers);
       benchmark::RegisterBenchmark(name.c_str(), BM_attend_step, kv, 2048, layers);
     }
+  for (DType kv : {DType::F16, DType::Q8_0})
+    for (int layers : {30, 90})
+      for (kernels::Isa isa : available_isas()) {
+        if (isa == kernels::Isa::Scalar) continue;
+        const std::string name = "attend_batch/" + dtype_name(kv) + "/pos:2048/layers:" + std::to_string(layers) +
+                                 "/threads:2/" + kernels::isa_name(isa);
+        benchmark::RegisterBenchmark(name.c_str(), BM_attend_batch, kv, 2048, layers, 2, isa)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
   for (DType kv : {DType::F16, DType::F32, DType::Q8_0})
     for (int n : {128, 1024, 4096})
       for (kernels::Isa isa : available_isas()) {

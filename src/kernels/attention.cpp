@@ -73,11 +73,12 @@ AttnKernel with_fallbacks(AttnKernel k, const AttnKernel& generic) {
 // The generic kernel, or the ISA's with generic fallbacks, per KV type.
 struct AttnTable {
   AttnKernel f32, f16, q8_0;
-  explicit AttnTable(bool simd)
-      : f32(pick<DType::F32>(simd)), f16(pick<DType::F16>(simd)), q8_0(pick<DType::Q8_0>(simd)) {}
+  explicit AttnTable(Isa isa) : f32(pick<DType::F32>(isa)), f16(pick<DType::F16>(isa)), q8_0(pick<DType::Q8_0>(isa)) {}
   template <DType T>
-  static AttnKernel pick(bool simd) {
-    return simd ? with_fallbacks(avx2::find_attn(T), generic_kernel<T>()) : generic_kernel<T>();
+  static AttnKernel pick(Isa isa) {
+    if (isa == Isa::Avx512) return with_fallbacks(avx512::find_attn(T), generic_kernel<T>());
+    if (isa == Isa::Avx2) return with_fallbacks(avx2::find_attn(T), generic_kernel<T>());
+    return generic_kernel<T>();
   }
 };
 
@@ -111,24 +112,28 @@ void for_each_run(const uint8_t* base, const KvView& kv, int p0, int p1, Fn&& fn
 }  // namespace
 
 const AttnKernel& attn_kernel(DType kv_type, size_t head_dim) {
-  static const AttnTable generic_table(false), simd_table(true);
-  const bool simd = active_isa() != Isa::Scalar && head_dim % 16 == 0;
-  const AttnTable& t = simd ? simd_table : generic_table;
+  static const AttnTable generic_table(Isa::Scalar), avx2_table(Isa::Avx2), avx512_table(Isa::Avx512);
+  const Isa isa = head_dim % 16 == 0 ? active_isa() : Isa::Scalar;
+  const AttnTable& t = isa == Isa::Avx512 ? avx512_table : isa == Isa::Avx2 ? avx2_table : generic_table;
   if (kv_type == DType::F32) return t.f32;
   if (kv_type == DType::F16) return t.f16;
   if (kv_type == DType::Q8_0) return t.q8_0;
   throw Error("no attention kernel for KV type " + std::string(tensor::dtype_info(kv_type).name));
 }
 
-void attend_chunk(const float* q, int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim,
-                  float scale, float* scratch, float* partial) {
+void attend_prepare_q(const float* q, int group, const KvView& kv, size_t head_dim, float* scratch) {
   if (head_dim > kMaxHeadDim) throw Error("attention: head_dim " + std::to_string(head_dim) + " is over the limit");
   const AttnKernel& ak = attn_kernel(kv.type, head_dim);
+  for (size_t g = 0; g < size_t(group); ++g) ak.prepare_q(q + g * head_dim, head_dim, scratch + g * head_dim);
+}
+
+void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, float scale,
+                  float* scratch, float* partial) {
+  const AttnKernel& ak = attn_kernel(kv.type, head_dim);
   const size_t G = size_t(group), C = size_t(kAttnChunk);
-  float* q_conv = scratch;            // G x head_dim*4 bytes
+  const float* q_conv = scratch;      // G x head_dim*4 bytes (attend_prepare_q)
   float* s = scratch + G * head_dim;  // G x kAttnChunk scores, then probabilities
   const int p0 = std::max(first, chunk * kAttnChunk), p1 = std::min(n_pos, (chunk + 1) * kAttnChunk), n = p1 - p0;
-  for (size_t g = 0; g < G; ++g) ak.prepare_q(q + g * head_dim, head_dim, q_conv + g * head_dim);
   for_each_run(kv.k, kv, p0, p1, [&](int j, int rows, const uint8_t* k) {
     const uint8_t* v = k + (kv.v - kv.k);  // K and V share one layout
     ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, scale, s + (j - p0), C);
@@ -180,8 +185,9 @@ void attend(const float* q, int group, const KvView& kv, int first, int n_pos, s
   float* partial = scratch + size_t(group) * (head_dim + size_t(kAttnChunk));
   float* acc = partial + part;
   attn_partial_reset(acc, group, head_dim);
+  attend_prepare_q(q, group, kv, head_dim, scratch);
   for (int c = attn_first_chunk(first); c < attn_chunks(n_pos); ++c) {
-    attend_chunk(q, group, kv, first, n_pos, c, head_dim, scale, scratch, partial);
+    attend_chunk(group, kv, first, n_pos, c, head_dim, scale, scratch, partial);
     attn_partial_merge(acc, partial, group, head_dim);
   }
   attn_partial_finish(acc, group, head_dim, out);
@@ -225,13 +231,17 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   const size_t n_chunks = first.back();
   scratch.split.reset(n_chunks, size_t(pool.size()), 1);
   pool.run(size_t(pool.size()), [&](size_t own, int thread) {
+    // A thread's chunks of one item share its prepared q; a range taken
+    // over from another thread starts with a preparation of its own.
     scratch.split.work(own, [&](size_t c0, size_t c1) {
       size_t i = size_t(std::upper_bound(first.begin(), first.end(), c0) - first.begin()) - 1;
+      size_t prepared = items.size();
       for (size_t c = c0; c < c1; ++c) {
         while (first[i + 1] <= c) ++i;
         const AttnItem& it = items[i];
-        attend_chunk(it.q, group, it.kv, it.first, it.n_pos, attn_first_chunk(it.first) + int(c - first[i]),
-                     head_dim, scale, thread_scratch(thread), &scratch.partials[c * part]);
+        if (prepared != i) attend_prepare_q(it.q, group, it.kv, head_dim, thread_scratch(thread)), prepared = i;
+        attend_chunk(group, it.kv, it.first, it.n_pos, attn_first_chunk(it.first) + int(c - first[i]), head_dim,
+                     scale, thread_scratch(thread), &scratch.partials[c * part]);
       }
     });
   });

@@ -60,11 +60,15 @@ inline int attn_chunks(int n_pos) { return (n_pos + kAttnChunk - 1) / kAttnChunk
 inline int attn_first_chunk(int first) { return first / kAttnChunk; }
 inline int attn_chunks(int first, int n_pos) { return attn_chunks(n_pos) - attn_first_chunk(first); }
 
+// The G heads of q (head_dim floats each, one after another) in the form
+// the KV type's scores read, into the start of `scratch`: once per query
+// group, for all of its chunks.
+void attend_prepare_q(const float* q, int group, const KvView& kv, size_t head_dim, float* scratch);
 // The partial of chunk `chunk` (positions chunk*kAttnChunk .. up to n_pos,
-// none before `first`; the chunk must hold at least one of them).
-// q: G heads of head_dim floats, one after another.
-void attend_chunk(const float* q, int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim,
-                  float scale, float* scratch, float* partial);
+// none before `first`; the chunk must hold at least one of them), with q
+// prepared in `scratch` by attend_prepare_q.
+void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, float scale,
+                  float* scratch, float* partial);
 // Folds `partial` into the running `acc` (both laid out as above); an empty
 // acc is made by attn_partial_reset.
 void attn_partial_reset(float* acc, int group, size_t head_dim);
@@ -131,5 +135,6 @@ const AttnKernel& attn_kernel(tensor::DType kv_type, size_t head_dim);
 // scalar code for the rest. With the scalar ISA active, the generic kernel is
 // the reference the SIMD ones are tested against.
 namespace avx2 { AttnKernel find_attn(tensor::DType t); }
+namespace avx512 { AttnKernel find_attn(tensor::DType t); }
 
 }  // namespace kvlab::kernels

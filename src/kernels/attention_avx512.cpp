@@ -1,0 +1,225 @@
+// AVX-512 VNNI attention pieces for a q8_0 KV cache (see attention.h): the
+// scores as integer dot products in vpdpbusd, and the P·V sums in 512-bit
+// registers, 64 dimensions of a head at once. The f32 and f16 pieces and the
+// softmax are the AVX2 set's.
+//
+// Why: a decode step at a long position streams the KV cache from DRAM, and
+// with the AVX2 pieces a q8_0 cache, half the bytes of f16, took nearly as
+// long, since its kernels did more work per byte than the memory needed
+// (bench/micro_attention.cpp, attend_batch).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "tensor/blocks.h"
+#include "tensor/half.h"
+
+namespace kvlab::kernels::avx512 {
+namespace {
+
+using tensor::BlockQ8_0;
+using tensor::DType;
+using tensor::kQK;
+
+// ---- q8_0 scores --------------------------------------------------------------
+// vpdpbusd multiplies unsigned by signed bytes, so each K block is used as
+// k + 128 (k xor 0x80, once per block for all heads) against q's signed
+// bytes: sum((k + 128) * q) = sum(k * q) + 128 * sum(q). The second term
+// depends on q alone, so prepare_q stores it, negated and per 32-bit lane
+// (the 4 bytes a lane sums), as the accumulator's starting value, and the
+// instruction leaves exactly sum(k * q) per lane: one instruction per head
+// and block where the AVX2 piece used four (two vpsignb, vpmaddubsw, vpmaddwd).
+struct QBlock {
+  int8_t qs[kQK];
+  int32_t bias[8];  // -128 * the sum of qs[4l .. 4l+3], lane l
+  float d;
+};
+// prepare_q has head_dim floats of room per head: 32 floats per block.
+static_assert(sizeof(QBlock) <= kQK * sizeof(float));
+
+void prepare_q_q8_0(const float* q, size_t head_dim, void* out) {
+  const DotKernel& quantize = dot_kernel(DType::Q8_0, Isa::Avx2);  // the matmuls' q8_0 activation bytes
+  auto* qb = static_cast<QBlock*>(out);
+  for (size_t b = 0; b < head_dim / kQK; ++b) {
+    BlockQ8_0 blk;
+    quantize.quantize_act(q + b * kQK, &blk, kQK);
+    std::memcpy(qb[b].qs, blk.qs, kQK);
+    for (int l = 0; l < 8; ++l)
+      qb[b].bias[l] = -128 * (blk.qs[4 * l] + blk.qs[4 * l + 1] + blk.qs[4 * l + 2] + blk.qs[4 * l + 3]);
+    qb[b].d = tensor::f16_to_f32(blk.d);
+  }
+}
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// The sums of 4 vectors, in order, as one vector of 4.
+inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// Scores of NG heads against 4 rows: per block, 4 K vectors and NG x 4
+// integer sums scaled by d_k*d_q into f32 lanes; each head's 4 accumulators
+// then reduce to its 4 scores, stored side by side. (Reducing each block's
+// integer sums to one per row first, with vphaddd, and scaling 4 rows at
+// once was slower: attend/q8_0/pos:1024, 13.7 -> 15.0 us.)
+constexpr int kTileRows = 4;
+
+template <int NG>
+void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* const r[kTileRows], size_t head_dim, float* s,
+                    size_t ld, float scale) {
+  __m256 acc[NG][kTileRows];
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < kTileRows; ++i) acc[g][i] = _mm256_setzero_ps();
+  const __m256i flip = _mm256_set1_epi8(char(0x80));
+  for (size_t b = 0; b < head_dim / kQK; ++b) {
+    __m256i k[kTileRows];
+    float dk[kTileRows];
+    for (int i = 0; i < kTileRows; ++i) {
+      const BlockQ8_0& kb = reinterpret_cast<const BlockQ8_0*>(r[i])[b];
+      k[i] = _mm256_xor_si256(load32(kb.qs), flip);
+      dk[i] = _cvtsh_ss(kb.d);
+    }
+    for (int g = 0; g < NG; ++g) {
+      const QBlock& qb = reinterpret_cast<const QBlock*>(q + size_t(g) * q_stride)[b];
+      const __m256i qv = load32(qb.qs), bias = load32(qb.bias);
+      for (int i = 0; i < kTileRows; ++i) {
+        const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(bias, k[i], qv));
+        acc[g][i] = _mm256_fmadd_ps(p, _mm256_set1_ps(dk[i] * qb.d), acc[g][i]);
+      }
+    }
+  }
+  const __m128 sc = _mm_set1_ps(scale);
+  for (int g = 0; g < NG; ++g)
+    _mm_storeu_ps(s + size_t(g) * ld, _mm_mul_ps(hsum4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]), sc));
+}
+
+// K and V rows this far ahead are prefetched while a tile is scored, as in
+// the AVX2 pieces (attention_avx2.cpp): attend_batch/q8_0 layers:90, 3
+// alternating rounds, 8 rows 4.55 ms, 32 rows 4.32, 64 rows 4.36.
+constexpr int kPrefetchRows = 32;
+
+template <int NG>
+void scores_rows_q8(const uint8_t* q, size_t q_stride, const uint8_t* k, const uint8_t* v, size_t row_stride, int n,
+                    size_t head_dim, float scale, float* s, size_t ld) {
+  const uint8_t* rows[kTileRows];
+  int j = 0;
+  for (; j + kTileRows <= n; j += kTileRows) {
+    for (size_t off = size_t(j + kPrefetchRows) * row_stride; off < size_t(j + kPrefetchRows + kTileRows) * row_stride;
+         off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(k + off), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(v + off), _MM_HINT_T0);
+    }
+    for (int i = 0; i < kTileRows; ++i) rows[i] = k + size_t(j + i) * row_stride;
+    scores_tile_q8<NG>(q, q_stride, rows, head_dim, s + j, ld, scale);
+  }
+  if (j < n) {  // the last rows, padded by repeating the last one; each sum is independent
+    for (int i = 0; i < kTileRows; ++i) rows[i] = k + size_t(std::min(j + i, n - 1)) * row_stride;
+    float tail[NG * kTileRows];
+    scores_tile_q8<NG>(q, q_stride, rows, head_dim, tail, kTileRows, scale);
+    for (int g = 0; g < NG; ++g)
+      for (int i = 0; j + i < n; ++i) s[size_t(g) * ld + size_t(j + i)] = tail[g * kTileRows + i];
+  }
+}
+
+void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t* v, size_t row_stride,
+                 int n, size_t head_dim, float scale, float* s, size_t ld) {
+  const auto* qb = static_cast<const uint8_t*>(q);
+  for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
+    const uint8_t* qg = qb + size_t(g0) * q_stride;
+    float* sg = s + size_t(g0) * ld;
+    switch (std::min(kAttnHeadsPerPass, group - g0)) {
+      case 1: scores_rows_q8<1>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
+      case 2: scores_rows_q8<2>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
+      case 3: scores_rows_q8<3>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
+      default: scores_rows_q8<4>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
+    }
+  }
+}
+
+// ---- P·V ------------------------------------------------------------------------
+// o_g[d0 .. d0+16*NV) += sum_j p_gj v_j[d0 ..) for NG heads, the NG x NV
+// accumulators in zmm registers across all n rows (NG*NV <= 16 of the 32).
+// A row's block scale joins each head's probability (one multiply per head
+// and block), as in the AVX2 piece; 16 elements never cross a block. (The
+// same loop over f16 rows was no faster than the AVX2 one: attend/f16/
+// pos:1024 12.2 -> 12.6 us; their int8 rows cost two conversions per 8
+// elements on AVX2.)
+// The zero-masked forms with every lane on are the same instructions; the
+// plain intrinsics start from _mm512_undefined_*, which GCC 12 reports as
+// maybe uninitialized.
+inline __m512 load16(const uint8_t* row, size_t d) {
+  const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[d / kQK];
+  const __m512i q = _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + d % kQK)));
+  return _mm512_maskz_cvtepi32_ps(0xffff, q);
+}
+
+template <int NG, int NV>
+void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim, size_t d0,
+                      float* o) {
+  constexpr int kBlocks = (NV + 1) / 2;  // block scales per pass: 2 vectors per block
+  __m512 acc[NG][NV];
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_loadu_ps(o + size_t(g) * head_dim + d0 + 16 * size_t(i));
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = v + size_t(j) * row_stride;
+    float sc[kBlocks];
+    for (int c = 0; c < kBlocks; ++c)
+      sc[c] = _cvtsh_ss(reinterpret_cast<const BlockQ8_0*>(row)[d0 / kQK + size_t(c)].d);
+    __m512 b[NG][kBlocks];
+    for (int g = 0; g < NG; ++g)
+      for (int c = 0; c < kBlocks; ++c) b[g][c] = _mm512_set1_ps(p[size_t(g) * ld + size_t(j)] * sc[c]);
+    for (int i = 0; i < NV; ++i) {
+      const __m512 x = load16(row, d0 + 16 * size_t(i));
+      for (int g = 0; g < NG; ++g) acc[g][i] = _mm512_fmadd_ps(b[g][i / 2], x, acc[g][i]);
+    }
+  }
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) _mm512_storeu_ps(o + size_t(g) * head_dim + d0 + 16 * size_t(i), acc[g][i]);
+}
+
+// 64 dimensions per pass (4 vectors; 2 with 4 heads), then 32 (head_dim is
+// a multiple of 32 in a q8_0 cache).
+template <int NG>
+void accumulate_heads(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
+                      float* o) {
+  constexpr int kWide = NG <= 3 ? 4 : 2;
+  size_t d0 = 0;
+  for (; d0 + 16 * kWide <= head_dim; d0 += 16 * kWide)
+    accumulate_block<NG, kWide>(p, ld, v, row_stride, n, head_dim, d0, o);
+  for (; d0 < head_dim; d0 += 32) accumulate_block<NG, 2>(p, ld, v, row_stride, n, head_dim, d0, o);
+}
+
+void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n,
+                     size_t head_dim, float* o) {
+  for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
+    const float* pg = p + size_t(g0) * ld;
+    float* og = o + size_t(g0) * head_dim;
+    switch (std::min(kAttnHeadsPerPass, group - g0)) {
+      case 1: accumulate_heads<1>(pg, ld, v, row_stride, n, head_dim, og); break;
+      case 2: accumulate_heads<2>(pg, ld, v, row_stride, n, head_dim, og); break;
+      case 3: accumulate_heads<3>(pg, ld, v, row_stride, n, head_dim, og); break;
+      default: accumulate_heads<4>(pg, ld, v, row_stride, n, head_dim, og); break;
+    }
+  }
+}
+
+}  // namespace
+
+// head_dim a multiple of 16 (attn_kernel() offers SIMD pieces only then; a
+// q8_0 cache has whole 32-blocks per head).
+AttnKernel find_attn(DType t) {
+  AttnKernel k = avx2::find_attn(t);
+  if (t == DType::Q8_0) {
+    k.prepare_q = prepare_q_q8_0;
+    k.scores = scores_q8_0;
+    k.accumulate = accumulate_q8_0;
+  }
+  return k;
+}
+
+}  // namespace kvlab::kernels::avx512
