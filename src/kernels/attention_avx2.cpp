@@ -10,6 +10,7 @@
 #include "kernels/dot.h"
 #include "kernels/exp_avx2.h"
 #include "kernels/hsum_avx2.h"
+#include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 
 namespace kvlab::kernels::avx2 {
@@ -214,12 +215,9 @@ void scores(const void* q, size_t q_stride, int group, const uint8_t* k, const u
   for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
     const float* qg = qf + size_t(g0) * qs;
     float* sg = s + size_t(g0) * ld;
-    switch (std::min(kAttnHeadsPerPass, group - g0)) {
-      case 1: scores_rows<T, 1>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld); break;
-      case 2: scores_rows<T, 2>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld); break;
-      case 3: scores_rows<T, 3>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld); break;
-      default: scores_rows<T, 4>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld); break;
-    }
+    with_tile_count<kAttnHeadsPerPass>(size_t(group - g0), [&]<int NG>() {
+      scores_rows<T, NG>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld);
+    });
   }
 }
 
@@ -267,12 +265,9 @@ void accumulate(const float* p, size_t ld, int group, const uint8_t* v, size_t r
   for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
     const float* pg = p + size_t(g0) * ld;
     float* og = o + size_t(g0) * head_dim;
-    switch (std::min(kAttnHeadsPerPass, group - g0)) {
-      case 1: accumulate_heads<T, 1>(pg, ld, v, row_stride, n, head_dim, og); break;
-      case 2: accumulate_heads<T, 2>(pg, ld, v, row_stride, n, head_dim, og); break;
-      case 3: accumulate_heads<T, 3>(pg, ld, v, row_stride, n, head_dim, og); break;
-      default: accumulate_heads<T, 4>(pg, ld, v, row_stride, n, head_dim, og); break;
-    }
+    with_tile_count<kAttnHeadsPerPass>(size_t(group - g0), [&]<int NG>() {
+      accumulate_heads<T, NG>(pg, ld, v, row_stride, n, head_dim, og);
+    });
   }
 }
 

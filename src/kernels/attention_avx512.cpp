@@ -15,6 +15,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/dot.h"
+#include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 #include "tensor/half.h"
 
@@ -132,12 +133,9 @@ void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, co
   for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
     const uint8_t* qg = qb + size_t(g0) * q_stride;
     float* sg = s + size_t(g0) * ld;
-    switch (std::min(kAttnHeadsPerPass, group - g0)) {
-      case 1: scores_rows_q8<1>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
-      case 2: scores_rows_q8<2>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
-      case 3: scores_rows_q8<3>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
-      default: scores_rows_q8<4>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld); break;
-    }
+    with_tile_count<kAttnHeadsPerPass>(size_t(group - g0), [&]<int NG>() {
+      scores_rows_q8<NG>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld);
+    });
   }
 }
 
@@ -199,12 +197,9 @@ void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, siz
   for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
     const float* pg = p + size_t(g0) * ld;
     float* og = o + size_t(g0) * head_dim;
-    switch (std::min(kAttnHeadsPerPass, group - g0)) {
-      case 1: accumulate_heads<1>(pg, ld, v, row_stride, n, head_dim, og); break;
-      case 2: accumulate_heads<2>(pg, ld, v, row_stride, n, head_dim, og); break;
-      case 3: accumulate_heads<3>(pg, ld, v, row_stride, n, head_dim, og); break;
-      default: accumulate_heads<4>(pg, ld, v, row_stride, n, head_dim, og); break;
-    }
+    with_tile_count<kAttnHeadsPerPass>(size_t(group - g0), [&]<int NG>() {
+      accumulate_heads<NG>(pg, ld, v, row_stride, n, head_dim, og);
+    });
   }
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/dot_shapes.h"
 #include "kernels/hsum_avx2.h"
 #include "kernels/rows8_avx2.h"
+#include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
 #include "tensor/half.h"
@@ -420,14 +421,10 @@ void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, con
 template <class K>
 void rows8(const void* group, const void* act, size_t a_stride, const float* scales, size_t s_stride, size_t n_tokens,
            size_t n, float* y, size_t y_stride) {
-  auto* g = static_cast<const uint8_t*>(group);
-  auto* a = static_cast<const uint8_t*>(act);
-  switch (n_tokens) {
-    case 1: return rows8_tokens<K, 1>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 2: return rows8_tokens<K, 2>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 3: return rows8_tokens<K, 3>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    default: return rows8_tokens<K, 4>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-  }
+  with_tile_count<4>(n_tokens, [&]<int NT>() {
+    rows8_tokens<K, NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, scales, s_stride,
+                        n, y, y_stride);
+  });
 }
 
 // ---- activation quantization: same arithmetic as the scalar reference

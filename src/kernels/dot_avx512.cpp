@@ -36,11 +36,14 @@
 #include <cstring>
 
 #include "kernels/dot.h"
+#include "kernels/q4_k_rows8.h"
+#include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 
 namespace kvlab::kernels::avx512 {
 namespace {
 using namespace tensor;
+struct Tag {};  // this file's instances of the shared SIMD templates (q4_k_rows8.h)
 
 // Helpers of this file only: the AVX2 ones (rows8_avx2.h) are compiled for
 // AVX2, and an inline function built with these flags in their namespace
@@ -127,6 +130,103 @@ struct Q8_0Vnni {
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_d(acc, sum, s, xs); }
 };
 
+// q5_0 / q5_1: the run after the headers holds row r's 32 fifth bits in lane
+// r, then the four nibble runs follow (rows8.h). Bit e of the word is element
+// e's fifth bit; run c's low nibbles are elements 4c..4c+3 (bits in byte
+// c/2, the high four for odd c), its high nibbles 16+4c.. (byte 2 + c/2).
+// Each lane's byte is copied to its 4 bytes, byte k tests its bit, and the
+// bytes whose bit is set get 16 added (their nibble has no bit 4).
+inline __m256i with_fifth_bits(__m256i w, __m256i words, int byte, int odd) {
+  const __m256i copy = _mm256_add_epi8(
+      _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
+      _mm256_set1_epi8(char(byte)));
+  const __m256i bit = _mm256_set1_epi32(odd ? int(0x80402010) : 0x08040201);
+  const __mmask32 set = _mm256_test_epi8_mask(_mm256_shuffle_epi8(words, copy), bit);
+  return _mm256_mask_add_epi8(w, set, w, _mm256_set1_epi8(0x10));
+}
+template <size_t kHeaderBytes>
+inline void load_q5(const uint8_t* blk, __m256i w[8]) {
+  const __m256i words = load32(blk + kHeaderBytes);
+  load_nibbles(blk + kHeaderBytes + 32, w);
+  for (int c = 0; c < 4; ++c) {
+    w[c] = with_fifth_bits(w[c], words, c / 2, c % 2);
+    w[4 + c] = with_fifth_bits(w[4 + c], words, 2 + c / 2, c % 2);
+  }
+}
+
+struct Q5_0Vnni {
+  using A = BlockQ8_0;
+  using Scales = DScale;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_0);
+  static constexpr int kBias = 16;
+  static void load(const uint8_t* blk, __m256i w[8]) { load_q5<16>(blk, w); }
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_d(acc, sum, s, xs); }
+};
+
+struct Q5_1Vnni {
+  using A = BlockQ8_1;
+  using Scales = DMScale;
+  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_1);
+  static constexpr int kBias = 0;
+  static void load(const uint8_t* blk, __m256i w[8]) { load_q5<32>(blk, w); }
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_dm(acc, sum, s, xs); }
+};
+
+// q4_k x q8_k (the super-block layout: dot_kquants_avx2.cpp): each 32-byte
+// run of quants is unpacked once for all NT tokens; vpdpbusd gives each
+// token's sub-block sums as int32 lanes directly (the AVX2 kernel adds
+// eight vpmaddubsw results in int16, then widens), which are then scaled
+// and finished exactly as there (q4_k_rows8.h). 4 tokens per pass: their
+// two sums per sub-block pair, totals and accumulators with the scales and
+// minimums fill the 32 registers.
+struct Q4_KVnni {
+  static constexpr size_t kBlockBytes = 8 * sizeof(tensor::BlockQ4_K);
+  static constexpr size_t kScales = 32, kQuants = 32 + 3 * 32;
+  template <int NT>
+  static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    for (size_t b = 0; b < n / tensor::kQK_K; ++b) {
+      const uint8_t* blk = group + b * kBlockBytes;
+      prefetch_ahead(blk, kBlockBytes);
+      const auto x = [&](int t) -> const tensor::BlockQ8_K& {
+        return reinterpret_cast<const tensor::BlockQ8_K*>(act + size_t(t) * a_stride)[b];
+      };
+      __m256i sc[8], m[8], sumi[NT];
+      q4_k_scales_mins<Tag>(blk + kScales, sc, m);
+      for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {
+        __m256i lo[NT], hi[NT];
+        for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; ++c) {
+          const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
+          const __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          for (int t = 0; t < NT; ++t) {
+            lo[t] = _mm256_dpbusd_epi32(lo[t], wl, broadcast4(x(t).qs + 64 * j + 4 * c));
+            hi[t] = _mm256_dpbusd_epi32(hi[t], wh, broadcast4(x(t).qs + 64 * j + 32 + 4 * c));
+          }
+        }
+        for (int t = 0; t < NT; ++t) {
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(lo[t], sc[2 * j]));
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(hi[t], sc[2 * j + 1]));
+        }
+      }
+      for (int t = 0; t < NT; ++t) acc[t] = _mm256_add_ps(acc[t], q4_k_term<Tag>(blk, x(t), sumi[t], m));
+    }
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
+  }
+};
+
+void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
+                float* y, size_t y_stride) {
+  with_tile_count<4>(n_tokens, [&]<int NT>() {
+    Q4_KVnni::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
+  });
+}
+
 // One group against NT tokens: the block's 8 weight vectors are loaded once
 // and meet all NT activation rows.
 template <class K, int NT>
@@ -165,37 +265,35 @@ void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, con
 template <class K>
 void rows8(const void* group, const void* act, size_t a_stride, const float* scales, size_t s_stride, size_t n_tokens,
            size_t n, float* y, size_t y_stride) {
-  auto* g = static_cast<const uint8_t*>(group);
-  auto* a = static_cast<const uint8_t*>(act);
-  switch (n_tokens) {
-    case 1: return rows8_tokens<K, 1>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 2: return rows8_tokens<K, 2>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 3: return rows8_tokens<K, 3>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 4: return rows8_tokens<K, 4>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 5: return rows8_tokens<K, 5>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 6: return rows8_tokens<K, 6>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    case 7: return rows8_tokens<K, 7>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-    default: return rows8_tokens<K, 8>(g, a, a_stride, scales, s_stride, n, y, y_stride);
-  }
+  with_tile_count<8>(n_tokens, [&]<int NT>() {
+    rows8_tokens<K, NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, scales, s_stride,
+                        n, y, y_stride);
+  });
 }
 
-DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8) {
+DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8, size_t tokens) {
   DotKernel k = *avx2::find(w);
   k.rows8 = rows8;
-  k.rows8_tokens = 8;
+  k.rows8_tokens = tokens;
   return k;
 }
 
 }  // namespace
 
 const DotKernel* find(DType w) {
-  static const DotKernel q4_0 = with_rows8(DType::Q4_0, rows8<Q4_0Vnni>);
-  static const DotKernel q4_1 = with_rows8(DType::Q4_1, rows8<Q4_1Vnni>);
-  static const DotKernel q8_0 = with_rows8(DType::Q8_0, rows8<Q8_0Vnni>);
+  static const DotKernel q4_0 = with_rows8(DType::Q4_0, rows8<Q4_0Vnni>, 8);
+  static const DotKernel q4_1 = with_rows8(DType::Q4_1, rows8<Q4_1Vnni>, 8);
+  static const DotKernel q8_0 = with_rows8(DType::Q8_0, rows8<Q8_0Vnni>, 8);
+  static const DotKernel q5_0 = with_rows8(DType::Q5_0, rows8<Q5_0Vnni>, 8);
+  static const DotKernel q5_1 = with_rows8(DType::Q5_1, rows8<Q5_1Vnni>, 8);
+  static const DotKernel q4_k = with_rows8(DType::Q4_K, q4_k_rows8, 4);
   switch (w) {
     case DType::Q4_0: return &q4_0;
     case DType::Q4_1: return &q4_1;
     case DType::Q8_0: return &q8_0;
+    case DType::Q5_0: return &q5_0;
+    case DType::Q5_1: return &q5_1;
+    case DType::Q4_K: return &q4_k;
     default: return avx2::find(w);
   }
 }

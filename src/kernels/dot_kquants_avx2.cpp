@@ -22,13 +22,16 @@
 #include "kernels/dot.h"
 #include "kernels/dot_shapes.h"
 #include "kernels/hsum_avx2.h"
+#include "kernels/q4_k_rows8.h"
 #include "kernels/rows8_avx2.h"
+#include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 #include "tensor/codecs.h"
 
 namespace kvlab::kernels::avx2 {
 namespace {
 using namespace tensor;
+struct Tag {};  // this file's instances of the shared SIMD templates (q4_k_rows8.h)
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
@@ -194,22 +197,6 @@ struct Q4_KRows8 {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_K);
   static constexpr size_t kScales = 32, kQuants = 32 + 3 * 32;
 
-  // Sub-block j's 6-bit scale and minimum of each row (kquant_scale_min on
-  // the rows' scale words: word 0 = bytes 0..3, 1 = 4..7, 2 = 8..11).
-  static void scales_mins(const uint8_t* blk, __m256i sc[8], __m256i m[8]) {
-    const __m256i w0 = load32(blk + kScales), w1 = load32(blk + kScales + 32), w2 = load32(blk + kScales + 64);
-    const __m256i low6 = _mm256_set1_epi32(63), low4 = _mm256_set1_epi32(15), low2 = _mm256_set1_epi32(3);
-    auto bits = [](__m256i w, int shift, __m256i mask) {
-      return _mm256_and_si256(_mm256_srl_epi32(w, _mm_cvtsi32_si128(shift)), mask);
-    };
-    for (int j = 0; j < 4; ++j) {
-      sc[j] = bits(w0, 8 * j, low6);
-      m[j] = bits(w1, 8 * j, low6);
-      sc[j + 4] = _mm256_or_si256(bits(w2, 8 * j, low4), _mm256_slli_epi32(bits(w0, 8 * j + 6, low2), 4));
-      m[j + 4] = _mm256_or_si256(bits(w2, 8 * j + 4, low4), _mm256_slli_epi32(bits(w1, 8 * j + 6, low2), 4));
-    }
-  }
-
   // Each 32-byte run is unpacked once for all NT tokens (sub-block pair j
   // at a time, so each token's two int16 sums stay in registers).
   template <int NT>
@@ -225,7 +212,7 @@ struct Q4_KRows8 {
         return reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * a_stride)[b];
       };
       __m256i sc[8], m[8], sumi[NT];
-      scales_mins(blk, sc, m);
+      q4_k_scales_mins<Tag>(blk + kScales, sc, m);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
       for (int j = 0; j < 4; ++j) {
@@ -249,17 +236,8 @@ struct Q4_KRows8 {
           sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_madd_epi16(hi[t], ones), sc[2 * j + 1]));
         }
       }
-      const __m256 d = load_halves8(blk), dmin = load_halves8(blk + 16);
 #pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t) {
-        __m256i summ = _mm256_setzero_si256();
-        for (int j = 0; j < 8; ++j)
-          summ = _mm256_add_epi32(summ, _mm256_mullo_epi32(m[j], _mm256_set1_epi32(x(t).bsums[2 * j] + x(t).bsums[2 * j + 1])));
-        const __m256 yd = _mm256_set1_ps(x(t).d);
-        const __m256 term = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, yd), _mm256_cvtepi32_ps(sumi[t])),
-                                          _mm256_mul_ps(_mm256_mul_ps(dmin, yd), _mm256_cvtepi32_ps(summ)));
-        acc[t] = _mm256_add_ps(acc[t], term);
-      }
+      for (int t = 0; t < NT; ++t) acc[t] = _mm256_add_ps(acc[t], q4_k_term<Tag>(blk, x(t), sumi[t], m));
     }
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
@@ -268,14 +246,9 @@ struct Q4_KRows8 {
 
 void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
                 float* y, size_t y_stride) {
-  auto* g = static_cast<const uint8_t*>(group);
-  auto* a = static_cast<const uint8_t*>(act);
-  switch (n_tokens) {
-    case 1: return Q4_KRows8::run<1>(g, a, a_stride, n, y, y_stride);
-    case 2: return Q4_KRows8::run<2>(g, a, a_stride, n, y, y_stride);
-    case 3: return Q4_KRows8::run<3>(g, a, a_stride, n, y, y_stride);
-    default: return Q4_KRows8::run<4>(g, a, a_stride, n, y, y_stride);
-  }
+  with_tile_count<4>(n_tokens, [&]<int NT>() {
+    Q4_KRows8::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
+  });
 }
 
 template <class K>
