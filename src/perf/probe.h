@@ -142,9 +142,9 @@ struct Kernels {
 
 const Kernels& scalar();
 const Kernels& avx2();
-const Kernels& avx512(bool vnni);  // vnni: vpdpbusd, else vpmaddubsw + vpmaddwd zmm
+const Kernels& avx512();  // int8: vpdpbusd
 
-// The set for kernels::active_isa() (and the CPU's VNNI flag).
+// The set for kernels::active_isa().
 const Kernels& for_active_isa();
 
 }  // namespace probe_kernels

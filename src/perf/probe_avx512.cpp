@@ -1,6 +1,6 @@
-// AVX-512 loops of `kvlab probe` (Skylake-SP, Ice Lake, Sapphire Rapids,
-// Zen 4 and later). Compiled with -mavx512f/bw/vl/dq/vnni; only called after
-// kernels::active_isa() == Avx512, and the VNNI loop only when the CPU has it.
+// AVX-512 VNNI loops of `kvlab probe` (Ice Lake, Sapphire Rapids, Zen 4 and
+// later: the kernels' Avx512 level, kernels/cpu.h). Compiled with
+// -mavx512f/bw/vl/dq/vnni; only called after kernels::active_isa() == Avx512.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -115,32 +115,10 @@ double int8_vnni(uint64_t iters) {
   return hsum_epi32(s);
 }
 
-// Without VNNI: the AVX2 chain on zmm (vpmaddubsw, vpmaddwd by ones, vpaddd),
-// 8 chains per iteration; see probe_avx2.cpp for the empty asm statements.
-double int8_pmadd(uint64_t iters) {
-  __m512i x = _mm512_set1_epi8(3);
-  __m512i y0 = _mm512_set1_epi8(1), y1 = _mm512_set1_epi8(-2), y2 = _mm512_set1_epi8(5), y3 = _mm512_set1_epi8(-7);
-  const __m512i ones = _mm512_set1_epi16(1);
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  for (uint64_t i = 0; i < iters; ++i) {
-    __asm__ volatile("" : "+v"(x), "+v"(y0), "+v"(y1), "+v"(y2), "+v"(y3));
-    a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y0), ones));
-    a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y1), ones));
-    a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y2), ones));
-    a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y3), ones));
-    __asm__ volatile("" : "+v"(x), "+v"(y0), "+v"(y1), "+v"(y2), "+v"(y3));
-    a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y0), ones));
-    a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y1), ones));
-    a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y2), ones));
-    a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y3), ones));
-  }
-  return hsum_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)));
-}
-
 }  // namespace
 
-const Kernels& avx512(bool vnni) {
-  static const Kernels with_vnni{
+const Kernels& avx512() {
+  static const Kernels k{
       "avx512",
       read_sum,
       fp32,
@@ -150,17 +128,7 @@ const Kernels& avx512(bool vnni) {
       kAcc * 64 * 2.0,  // 16 vpdpbusd x 64 int8 multiply-adds x 2 op
       "vpdpbusd zmm (AVX-512 VNNI), 16 independent accumulators",
   };
-  static const Kernels without_vnni{
-      "avx512",
-      read_sum,
-      fp32,
-      kAcc * 16 * 2.0,
-      "vfmadd231ps zmm, 16 independent accumulators",
-      int8_pmadd,
-      8 * 64 * 2.0,  // 8 vpmaddubsw x 64 int8 multiply-adds x 2 op
-      "vpmaddubsw + vpmaddwd zmm",
-  };
-  return vnni ? with_vnni : without_vnni;
+  return k;
 }
 
 }  // namespace kvlab::perf::probe_kernels

@@ -294,7 +294,7 @@ TEST(Probe, EveryAvailableKernelSetRuns) {
   std::vector<const probe_kernels::Kernels*> sets = {&probe_kernels::scalar()};
   if (kernels::cpu().best() >= kernels::Isa::Avx2) sets.push_back(&probe_kernels::avx2());
   if (kernels::cpu().best() >= kernels::Isa::Avx512)
-    sets.push_back(&probe_kernels::avx512(kernels::cpu().avx512vnni));
+    sets.push_back(&probe_kernels::avx512());
   alignas(64) static uint64_t words[512];
   for (size_t i = 0; i < 512; ++i) words[i] = i + 1;
   for (const auto* k : sets) {
