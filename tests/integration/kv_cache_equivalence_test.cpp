@@ -88,6 +88,18 @@ TEST(KvCacheEquivalence, StoriesModel128Tokens) {
   }
 }
 
+// A real gemma3 model (head_dim 256, one KV head for 4 query heads, five
+// sliding-window layers in six, Q4_K/Q5_0/Q6_K/Q8_0 matrices), f16 and q8_0
+// caches. 32 tokens: every no-cache step recomputes up to ~60 positions of a
+// 270M model.
+TEST(KvCacheEquivalence, Gemma3_270M32Tokens) {
+  const auto& lm = test::load_model(test::kGemma3);
+  const auto ids = lm.tok->encode("<start_of_turn>user\nName three colours.<end_of_turn>\n<start_of_turn>model\n",
+                                  true, true);
+  for (auto kv : {tensor::DType::F16, tensor::DType::Q8_0})
+    EXPECT_EQ(lockstep(*lm.model, ids, 32, kv, 2).tokens.size(), 32u);
+}
+
 // qwen2: biases and NeoX RoPE (tests/common/arch_graft.h).
 TEST(KvCacheEquivalence, Qwen2Graft64Tokens) {
   test::ScratchDir dir;
