@@ -2,8 +2,9 @@
 // Compiled with -mavx512f/bw/vl/dq/vnni; only called after
 // cpu().best() == Avx512, which requires VNNI.
 //
-// What VNNI changes is the rows-of-8 matmul (kernels/rows8.h), where the
-// prefill, the batched decode steps and the LM head spend their time. The
+// What VNNI changes is the rows-of-8 matmul (kernels/rows8.h: q4_0, q4_1,
+// q5_0, q5_1, q8_0, q4_k), where the prefill, the batched decode steps and
+// the LM head spend their time. The
 // AVX2 kernels multiply bytes with vpmaddubsw (u8 x s8 pairs summed into
 // int16), widen with vpmaddwd and add, and move the weights' signs onto the
 // activations for signed formats (two vpsignb per product); vpdpbusd does a
@@ -26,10 +27,12 @@
 // the reference's float operations in its order (dot_scalar.cpp), lane by
 // lane, so every result equals it bit for bit, like the AVX2 kernels.
 //
-// Everything else (row-major dot products, activation quantization, the
-// float formats) is the AVX2 set's: the 256-bit integer pipes are what
-// limits those, and they gain nothing from wider vectors on the Zen 4 cores
-// this was measured on (which split 512-bit operations in two).
+// Everything else is the AVX2 set's: activation quantization, the float
+// formats, Q5_K and Q6_K, and the row-major dot products, which the engine
+// runs only with --mmap and for matrices that are not whole groups of 8
+// rows. (512-bit vectors bought nothing where they were tried on the Zen 4
+// cores this was measured on, which run 512-bit operations as two halves:
+// see attention_avx512.cpp.)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -227,8 +230,11 @@ void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float
   });
 }
 
-// One group against NT tokens: the block's 8 weight vectors are loaded once
-// and meet all NT activation rows.
+// One group against NT tokens (up to 8): the block's 8 weight vectors are
+// loaded once and meet all NT activation rows. Each token's block sum runs
+// as two chains of 4 vpdpbusd, added at the end: as one chain of 8
+// dependent instructions it was latency-bound (q4_1 1536x576, 64 tokens, 1
+// thread: 542 -> 480 us), and 8 tokens per pass rather than 4 took it to 444.
 template <class K, int NT>
 void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, const float* scales, size_t s_stride,
                   size_t n, float* y, size_t y_stride) {
