@@ -13,7 +13,8 @@
 //
 // ":rows8" is the layout the engine loads quantized weights in (kernels/rows8.h);
 // without it, the GGUF row-major layout (`--mmap`). <isa> is every SIMD
-// level this CPU runs (avx2, avx512), so one run compares them.
+// level this CPU runs (avx2, avx512) for the rows-of-8 kernels, so one run
+// compares them; avx2 for the row-major ones, which every level shares.
 //
 // Each iteration includes the activation conversion (f32 -> q8_0/q8_1/...),
 // as in the engine. Weights of 576x576 q4_1 (207 KiB) fit in L2, so their
@@ -82,6 +83,8 @@ int register_all() {
         for (kernels::Isa isa : available_isas()) {
           if (isa == kernels::Isa::Scalar) continue;
           if (rows8 && !kernels::dot_kernel(dt, isa).rows8) continue;  // floats, K-quants: row-major only
+          // The row-major kernels are the AVX2 ones at every SIMD level (dot_avx512.cpp).
+          if (!rows8 && isa != kernels::Isa::Avx2) continue;
           for (size_t t : s.tokens)
             for (int threads : {1, 2}) {
               const std::string name = "matmul/" + dtype_name(dt) + (rows8 ? ":rows8/" : "/") +

@@ -239,7 +239,10 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
       for (size_t c = c0; c < c1; ++c) {
         while (first[i + 1] <= c) ++i;
         const AttnItem& it = items[i];
-        if (prepared != i) attend_prepare_q(it.q, group, it.kv, head_dim, thread_scratch(thread)), prepared = i;
+        if (prepared != i) {
+          attend_prepare_q(it.q, group, it.kv, head_dim, thread_scratch(thread));
+          prepared = i;
+        }
         attend_chunk(group, it.kv, it.first, it.n_pos, attn_first_chunk(it.first) + int(c - first[i]), head_dim,
                      scale, thread_scratch(thread), &scratch.partials[c * part]);
       }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/attention_rows.h"
 #include "kernels/dot.h"
 #include "kernels/exp_avx2.h"
 #include "kernels/hsum_avx2.h"
@@ -164,18 +165,6 @@ void scores_tile_q8(const float* q, size_t q_stride, const uint8_t* const r[NR],
   }
 }
 
-// The K and V rows this far ahead are prefetched while a tile is scored. A
-// decode step's rows come from DRAM, and the hardware prefetchers alone keep
-// too few of them in flight. One step's attention at 2048 positions on one
-// thread (bench/micro_attention.cpp, attend_step layers:30, best of 4-5
-// alternating runs): no prefetch 5.67 ms, K 5.46 ms; in another pair of
-// runs K 4.30 ms, K and V 3.89 ms. 32 rows (4 KiB of f16 K, 2 KiB of q8_0)
-// rather than 8: one step's attention at 2048 positions on 2 threads from
-// DRAM (attend_batch layers:90, 3 alternating rounds) f16 5.82 -> 5.66 ms,
-// q8_0 4.89 -> 4.70 ms; in cache (attend pos:1024) unchanged. Past the end
-// of a run it touches the next block's rows: harmless.
-constexpr int kPrefetchRows = 32;
-
 template <DType T, int NG, int NR>
 void tile(const float* q, size_t q_stride, const uint8_t* const r[NR], size_t head_dim, float* s, size_t ld,
           float scale_) {
@@ -187,24 +176,9 @@ template <DType T, int NG>
 void scores_rows(const float* q, size_t q_stride, const uint8_t* k, const uint8_t* v, size_t row_stride, int n,
                  size_t head_dim, float scale_, float* s, size_t ld) {
   constexpr int NR = T == DType::Q8_0 ? kScoreRowsQ8<NG> : kScoreRows<NG>;
-  const uint8_t* rows[NR];
-  int j = 0;
-  for (; j + NR <= n; j += NR) {
-    for (size_t off = size_t(j + kPrefetchRows) * row_stride; off < size_t(j + kPrefetchRows + NR) * row_stride;
-         off += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(k + off), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(v + off), _MM_HINT_T0);
-    }
-    for (int i = 0; i < NR; ++i) rows[i] = k + size_t(j + i) * row_stride;
-    tile<T, NG, NR>(q, q_stride, rows, head_dim, s + j, ld, scale_);
-  }
-  if (j < n) {  // the last rows, padded by repeating the last one; each chain is independent
-    for (int i = 0; i < NR; ++i) rows[i] = k + size_t(std::min(j + i, n - 1)) * row_stride;
-    float tail[NG * NR];
-    tile<T, NG, NR>(q, q_stride, rows, head_dim, tail, NR, scale_);
-    for (int g = 0; g < NG; ++g)
-      for (int i = 0; j + i < n; ++i) s[size_t(g) * ld + size_t(j + i)] = tail[g * NR + i];
-  }
+  score_tiles<NG, NR>(k, v, row_stride, n, s, ld, [&](const uint8_t* const rows[NR], float* out, size_t out_ld) {
+    tile<T, NG, NR>(q, q_stride, rows, head_dim, out, out_ld, scale_);
+  });
 }
 
 template <DType T>

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/attention.h"
+#include "kernels/attention_rows.h"
 #include "kernels/dot.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
@@ -101,32 +102,13 @@ void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* const r[kT
     _mm_storeu_ps(s + size_t(g) * ld, _mm_mul_ps(hsum4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]), sc));
 }
 
-// K and V rows this far ahead are prefetched while a tile is scored, as in
-// the AVX2 pieces (attention_avx2.cpp): attend_batch/q8_0 layers:90, 3
-// alternating rounds, 8 rows 4.55 ms, 32 rows 4.32, 64 rows 4.36.
-constexpr int kPrefetchRows = 32;
-
 template <int NG>
 void scores_rows_q8(const uint8_t* q, size_t q_stride, const uint8_t* k, const uint8_t* v, size_t row_stride, int n,
                     size_t head_dim, float scale, float* s, size_t ld) {
-  const uint8_t* rows[kTileRows];
-  int j = 0;
-  for (; j + kTileRows <= n; j += kTileRows) {
-    for (size_t off = size_t(j + kPrefetchRows) * row_stride; off < size_t(j + kPrefetchRows + kTileRows) * row_stride;
-         off += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(k + off), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(v + off), _MM_HINT_T0);
-    }
-    for (int i = 0; i < kTileRows; ++i) rows[i] = k + size_t(j + i) * row_stride;
-    scores_tile_q8<NG>(q, q_stride, rows, head_dim, s + j, ld, scale);
-  }
-  if (j < n) {  // the last rows, padded by repeating the last one; each sum is independent
-    for (int i = 0; i < kTileRows; ++i) rows[i] = k + size_t(std::min(j + i, n - 1)) * row_stride;
-    float tail[NG * kTileRows];
-    scores_tile_q8<NG>(q, q_stride, rows, head_dim, tail, kTileRows, scale);
-    for (int g = 0; g < NG; ++g)
-      for (int i = 0; j + i < n; ++i) s[size_t(g) * ld + size_t(j + i)] = tail[g * kTileRows + i];
-  }
+  score_tiles<NG, kTileRows>(k, v, row_stride, n, s, ld,
+                             [&](const uint8_t* const rows[kTileRows], float* out, size_t out_ld) {
+                               scores_tile_q8<NG>(q, q_stride, rows, head_dim, out, out_ld, scale);
+                             });
 }
 
 void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t* v, size_t row_stride,

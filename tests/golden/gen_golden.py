@@ -105,28 +105,19 @@ SMOL_GENERATE = [
      "are implicit in concrete practices such as", True),
 ]
 
-# A real gemma3 model (scripts/fetch-model.sh gemma3-270m): Gemma's turn
-# markers instead of ChatML's.
+# A real gemma3 model (scripts/fetch-model.sh gemma3-270m): SmolLM2's plain
+# prompts, a statement for the question (a base model), and the chat prompts
+# in Gemma's turn markers instead of ChatML's.
+_SMOL = {name: (prompt, ps) for name, prompt, ps in SMOL_GENERATE}
 GEMMA_GENERATE = [
-    ("story", "Once upon a time, in a small village by the sea,", True),
+    ("story", *_SMOL["story"]),
     ("factual", "The capital of France is", True),
-    ("factual_stmt", "The speed of light in a vacuum is approximately", True),
-    ("code", "def fibonacci(n):\n", True),
-    ("list", "Here is a list of five fruits:\n1.", True),
-    ("math", "Question: What is 12 plus 30?\nAnswer:", True),
+    *[(name, *_SMOL[name]) for name in ("factual_stmt", "code", "list", "math")],
     ("chat", "<start_of_turn>user\nWhat is the tallest mountain in the world?<end_of_turn>\n"
              "<start_of_turn>model\n", True),
     ("chat_haiku", "<start_of_turn>user\nWrite a haiku about autumn.<end_of_turn>\n<start_of_turn>model\n",
      True),
-    ("unicode", "Le café est une boisson très populaire en France. Elle", True),
-    ("long_prompt",
-     "The history of computing is longer than the history of computing hardware "
-     "and modern computing technology and includes the history of methods "
-     "intended for pen and paper or for chalk and slate, with or without the aid "
-     "of tables. Digital computing is intimately tied to the representation of "
-     "numbers. But long before abstractions like the number arose, there were "
-     "mathematical concepts to serve the purposes of civilization. These concepts "
-     "are implicit in concrete practices such as", True),
+    *[(name, *_SMOL[name]) for name in ("unicode", "long_prompt")],
 ]
 
 STORIES_GENERATE = [
