@@ -30,6 +30,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/k_tiles.h"
 #include "micro_common.h"
 
 namespace kvlab::bench {
@@ -40,22 +41,43 @@ constexpr size_t kHeadDim = 64;
 constexpr size_t kKvHeads = 3;
 constexpr int kGroup = 3;
 
+// K and V of kKvHeads KV heads over n_pos positions, each head's rows
+// contiguous as in the cache (kv/cache.h; a q8_0 K in tiles,
+// kernels/k_tiles.h), every position holding the same values: the values do
+// not change the work.
+struct HeadRows {
+  DType type;
+  int n_pos;
+  size_t head_bytes, region;  // region: one head's rows, whole tiles
+  std::vector<uint8_t> k, v;
+  HeadRows(DType t, int n)
+      : type(t),
+        n_pos(n),
+        head_bytes(*tensor::row_bytes(t, kHeadDim)),
+        region(head_bytes * size_t((n + kernels::kKTileRows - 1) / kernels::kKTileRows * kernels::kKTileRows)),
+        k(kKvHeads * region),
+        v(k.size()) {
+    const auto src = random_floats(kHeadDim, 3);
+    for (size_t h = 0; h < kKvHeads; ++h)
+      for (int j = 0; j < n_pos; ++j) {
+        kernels::store_k(t, k.data() + h * region, j, src.data(), kHeadDim);
+        kernels::store_v(t, v.data() + h * region, j, src.data(), kHeadDim);
+      }
+  }
+  kernels::KvView view(size_t head) const {
+    kernels::KvView kv;
+    kv.k = k.data() + head * region;
+    kv.v = v.data() + head * region;
+    kv.row_stride = head_bytes;
+    kv.type = type;
+    return kv;
+  }
+};
+
 void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa isa, int group) {
   use_isa(isa);
-  const size_t head_bytes = *tensor::row_bytes(kv_type, kHeadDim);  // one head of one position
-  const size_t row_stride = kKvHeads * head_bytes;
-  const auto& info = tensor::dtype_info(kv_type);
-  std::vector<uint8_t> k(size_t(n_pos) * row_stride), v(size_t(n_pos) * row_stride);
-  const auto src = random_floats(kKvHeads * kHeadDim, 3);
-  for (int j = 0; j < n_pos; ++j) {  // all positions alike: the values do not change the work
-    info.quantize(src.data(), k.data() + size_t(j) * row_stride, kKvHeads * kHeadDim);
-    info.quantize(src.data(), v.data() + size_t(j) * row_stride, kKvHeads * kHeadDim);
-  }
-  kernels::KvView kv;
-  kv.k = k.data() + size_t(n_pos) * head_bytes;  // KV head 1's rows (head-major, as in kv/cache.h)
-  kv.v = v.data() + size_t(n_pos) * head_bytes;
-  kv.row_stride = head_bytes;
-  kv.type = kv_type;
+  const HeadRows rows(kv_type, n_pos);
+  const kernels::KvView kv = rows.view(1);
   const auto q = random_floats(size_t(group) * kHeadDim, 5);
   std::vector<float> scratch(kernels::attn_scratch_floats(group, kHeadDim)), out(size_t(group) * kHeadDim);
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
@@ -64,43 +86,24 @@ void BM_attend(benchmark::State& state, DType kv_type, int n_pos, kernels::Isa i
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  state.counters["bytes/s"] = rate(2.0 * double(n_pos) * double(head_bytes));
+  state.counters["bytes/s"] = rate(2.0 * double(n_pos) * double(rows.head_bytes));
   state.counters["FLOP/s"] = rate(4.0 * group * double(n_pos) * double(kHeadDim));  // q·k and p·v
   state.counters["pos/s"] = rate(double(n_pos));
 }
 
-// One decode step's K and V: per layer, n_pos rows of each of the kKvHeads
-// heads, each head's rows contiguous (kv/cache.h).
+// One decode step's K and V: per layer, the rows of the kKvHeads heads in
+// their own buffers.
 struct StepKv {
-  DType type;
-  int n_pos;
-  size_t head_bytes;
-  std::vector<std::vector<uint8_t>> k, v;
-  StepKv(DType t, int n, int layers) : type(t), n_pos(n), head_bytes(*tensor::row_bytes(t, kHeadDim)) {
-    const size_t row_stride = kKvHeads * head_bytes;  // all heads of a position
-    const auto src = random_floats(kKvHeads * kHeadDim, 3);
-    std::vector<uint8_t> row(row_stride);
-    tensor::dtype_info(t).quantize(src.data(), row.data(), kKvHeads * kHeadDim);
-    k.resize(size_t(layers));
-    v.resize(size_t(layers));
-    for (int l = 0; l < layers; ++l) {
-      k[size_t(l)].resize(size_t(n_pos) * row_stride);
-      v[size_t(l)].resize(size_t(n_pos) * row_stride);
-      for (int j = 0; j < n_pos; ++j) {
-        std::copy(row.begin(), row.end(), k[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
-        std::copy(row.begin(), row.end(), v[size_t(l)].begin() + ptrdiff_t(size_t(j) * row_stride));
-      }
-    }
+  std::vector<HeadRows> layers;
+  StepKv(DType t, int n, int n_layers) {
+    layers.reserve(size_t(n_layers));
+    for (int l = 0; l < n_layers; ++l) layers.emplace_back(t, n);
   }
-  kernels::KvView view(int layer, size_t head) const {
-    kernels::KvView kv;
-    kv.k = k[size_t(layer)].data() + head * head_bytes * size_t(n_pos);
-    kv.v = v[size_t(layer)].data() + head * head_bytes * size_t(n_pos);
-    kv.row_stride = head_bytes;
-    kv.type = type;
-    return kv;
+  kernels::KvView view(int layer, size_t head) const { return layers[size_t(layer)].view(head); }
+  double bytes() const {
+    const HeadRows& r = layers.front();
+    return 2.0 * double(layers.size()) * double(r.n_pos) * double(kKvHeads * r.head_bytes);
   }
-  double bytes() const { return 2.0 * double(k.size()) * double(n_pos) * double(kKvHeads * head_bytes); }
 };
 
 void BM_attend_step(benchmark::State& state, DType kv_type, int n_pos, int layers) {

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "kernels/dot.h"
+#include "kernels/k_tiles.h"
 
 namespace kvlab::kernels {
 
@@ -30,6 +31,20 @@ void scores_generic(const void* q, size_t q_stride, int group, const uint8_t* k,
   for (int g = 0; g < group; ++g) {
     const void* qg = static_cast<const uint8_t*>(q) + size_t(g) * q_stride;
     for (int j = 0; j < n; ++j) s[size_t(g) * ld + size_t(j)] = dk.dot(k + size_t(j) * row_stride, qg, head_dim) * scale;
+  }
+}
+
+// A tiled K (k_tiles.h): n a multiple of kKTileRows from the tile at k,
+// tiles kKTileRows * row_stride apart. Each slot is gathered back into its
+// q8_0 row and scored by the same dot product as a row.
+void scores_tiled_generic(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*,
+                          size_t row_stride, int n, size_t head_dim, float scale, float* s, size_t ld) {
+  const DotKernel& dk = dot_kernel(DType::Q8_0);
+  tensor::BlockQ8_0 row[kMaxHeadDim / tensor::kQK];
+  for (int j = 0; j < n; ++j) {
+    k_tile_get(k + size_t(j / kKTileRows) * kKTileRows * row_stride, j % kKTileRows, row, head_dim);
+    for (int g = 0; g < group; ++g)
+      s[size_t(g) * ld + size_t(j)] = dk.dot(row, static_cast<const uint8_t*>(q) + size_t(g) * q_stride, head_dim) * scale;
   }
 }
 
@@ -58,7 +73,10 @@ void accumulate_generic(const float* p, size_t ld, int group, const uint8_t* v, 
 
 template <DType T>
 AttnKernel generic_kernel() {
-  return {prepare_q_generic<T>, scores_generic<T>, max_generic, exp_sum_generic, accumulate_generic<T>};
+  if constexpr (k_tiled(T))
+    return {prepare_q_generic<T>, scores_tiled_generic, max_generic, exp_sum_generic, accumulate_generic<T>};
+  else
+    return {prepare_q_generic<T>, scores_generic<T>, max_generic, exp_sum_generic, accumulate_generic<T>};
 }
 
 AttnKernel with_fallbacks(AttnKernel k, const AttnKernel& generic) {
@@ -129,25 +147,36 @@ void attend_prepare_q(const float* q, int group, const KvView& kv, size_t head_d
 
 void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, float scale,
                   float* scratch, float* partial) {
+  static_assert(kAttnChunk % kKTileRows == 0);
   const AttnKernel& ak = attn_kernel(kv.type, head_dim);
   const size_t G = size_t(group), C = size_t(kAttnChunk);
   const float* q_conv = scratch;      // G x head_dim*4 bytes (attend_prepare_q)
-  float* s = scratch + G * head_dim;  // G x kAttnChunk scores, then probabilities
-  const int p0 = std::max(first, chunk * kAttnChunk), p1 = std::min(n_pos, (chunk + 1) * kAttnChunk), n = p1 - p0;
-  for_each_run(kv.k, kv, p0, p1, [&](int j, int rows, const uint8_t* k) {
-    const uint8_t* v = k + (kv.v - kv.k);  // K and V share one layout
-    ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, scale, s + (j - p0), C);
+  float* s = scratch + G * head_dim;  // G x kAttnChunk scores, then probabilities, by position in the chunk
+  const int c0 = chunk * kAttnChunk;
+  const int p0 = std::max(first, c0), p1 = std::min(n_pos, c0 + kAttnChunk), n = p1 - p0;
+  // A tiled K is scored a whole tile at a time, so the positions of p0's
+  // and p1's tiles outside [p0, p1) get scores too; they lie in the chunk
+  // and are left out below.
+  const bool tiled = k_tiled(kv.type);
+  if (tiled && kv.blocks && kv.block_tokens % kKTileRows != 0)
+    throw Error("attention: a tiled K needs blocks of whole tiles");
+  const int k0 = tiled ? p0 - p0 % kKTileRows : p0;
+  const int k1 = tiled ? (p1 + kKTileRows - 1) / kKTileRows * kKTileRows : p1;
+  for_each_run(kv.k, kv, k0, k1, [&](int j, int rows, const uint8_t* k) {
+    const uint8_t* v = k + (kv.v - kv.k);  // V rows at K's offsets
+    ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, scale, s + (j - c0), C);
   });
   float* m = partial;
   float* l = partial + G;
   float* o = partial + 2 * G;
   for (size_t g = 0; g < G; ++g) {
-    m[g] = ak.max(s + g * C, size_t(n));
-    l[g] = ak.exp_sum(s + g * C, size_t(n), m[g]);
+    float* sg = s + g * C + (p0 - c0);
+    m[g] = ak.max(sg, size_t(n));
+    l[g] = ak.exp_sum(sg, size_t(n), m[g]);
   }
   std::fill(o, o + G * head_dim, 0.f);
   for_each_run(kv.v, kv, p0, p1, [&](int j, int rows, const uint8_t* v) {
-    ak.accumulate(s + (j - p0), C, group, v, kv.row_stride, rows, head_dim, o);
+    ak.accumulate(s + (j - c0), C, group, v, kv.row_stride, rows, head_dim, o);
   });
 }
 

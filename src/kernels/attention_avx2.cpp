@@ -1,15 +1,18 @@
 // AVX2/FMA/F16C attention pieces (see attention.h). Every K and V row is
 // widened to f32 once and used for all the query heads of its group, which
-// stay in registers (up to 4 heads at a time).
+// stay in registers (up to 4 heads at a time); a q8_0 K's tiles are scored
+// as integers, 8 positions per vector.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/attention.h"
 #include "kernels/attention_rows.h"
 #include "kernels/dot.h"
 #include "kernels/exp_avx2.h"
+#include "kernels/k_tiles.h"
 #include "kernels/hsum_avx2.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
@@ -117,67 +120,12 @@ void scores_tile(const float* q, size_t q_stride, const uint8_t* const r[NR], si
   }
 }
 
-// q8_0 K: q quantized to q8_0 too (prepare_q), and each 32-element block
-// scored as an integer dot product (sign trick, vpmaddubsw, vpmaddwd) scaled
-// by d_k*d_q into f32 lanes, NG heads x NR rows at a time so each K block is
-// loaded once for all heads and the horizontal sums are shared as in
-// scores_tile. The row-by-row q8_0 dot this replaces paid a call and a
-// horizontal sum per position and head (attend_step q8_0 at 2048 positions,
-// one layer: 160-250 us against 119 us for f16). Its last lines repeat
-// scores_tile's store of the sums on purpose: a shared helper taking the
-// accumulator array made the f16 tile slower (105-135 -> 145-178 us, even
-// forced inline; 9de9f94, reverted).
-template <int NG>
-constexpr int kScoreRowsQ8 = NG <= 1 ? 4 : NG == 2 ? 3 : 2;
-
-template <int NG, int NR>
-void scores_tile_q8(const float* q, size_t q_stride, const uint8_t* const r[NR], size_t head_dim, float* s, size_t ld,
-                    float scale_) {
-  using tensor::BlockQ8_0;
-  __m256 a[NG * NR];
-  for (int i = 0; i < NG * NR; ++i) a[i] = _mm256_setzero_ps();
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (size_t b = 0; b < head_dim / tensor::kQK; ++b) {
-    __m256i k[NR], kabs[NR];
-    float dk[NR];
-    for (int i = 0; i < NR; ++i) {
-      const BlockQ8_0& kb = reinterpret_cast<const BlockQ8_0*>(r[i])[b];
-      k[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kb.qs));
-      kabs[i] = _mm256_sign_epi8(k[i], k[i]);
-      dk[i] = _cvtsh_ss(kb.d);
-    }
-    for (int g = 0; g < NG; ++g) {
-      const BlockQ8_0& qb = reinterpret_cast<const BlockQ8_0*>(q + size_t(g) * q_stride)[b];
-      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb.qs));
-      const float dq = _cvtsh_ss(qb.d);
-      for (int i = 0; i < NR; ++i) {
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(kabs[i], _mm256_sign_epi8(qv, k[i])), ones);
-        a[g * NR + i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dk[i] * dq), a[g * NR + i]);
-      }
-    }
-  }
-  const __m256 zero = _mm256_setzero_ps();
-  const __m128 sc = _mm_set1_ps(scale_);
-#pragma GCC unroll 4
-  for (int i = 0; i < NG * NR; i += 4) {
-    auto at = [&](int k) { return k < NG * NR ? a[k] : zero; };
-    store_scores4<NG, NR>(i, hsum4(at(i), at(i + 1), at(i + 2), at(i + 3)), sc, s, ld);
-  }
-}
-
-template <DType T, int NG, int NR>
-void tile(const float* q, size_t q_stride, const uint8_t* const r[NR], size_t head_dim, float* s, size_t ld,
-          float scale_) {
-  if constexpr (T == DType::Q8_0) scores_tile_q8<NG, NR>(q, q_stride, r, head_dim, s, ld, scale_);
-  else scores_tile<T, NG, NR>(q, q_stride, r, head_dim, s, ld, scale_);
-}
-
 template <DType T, int NG>
 void scores_rows(const float* q, size_t q_stride, const uint8_t* k, const uint8_t* v, size_t row_stride, int n,
                  size_t head_dim, float scale_, float* s, size_t ld) {
-  constexpr int NR = T == DType::Q8_0 ? kScoreRowsQ8<NG> : kScoreRows<NG>;
+  constexpr int NR = kScoreRows<NG>;
   score_tiles<NG, NR>(k, v, row_stride, n, s, ld, [&](const uint8_t* const rows[NR], float* out, size_t out_ld) {
-    tile<T, NG, NR>(q, q_stride, rows, head_dim, out, out_ld, scale_);
+    scores_tile<T, NG, NR>(q, q_stride, rows, head_dim, out, out_ld, scale_);
   });
 }
 
@@ -193,6 +141,53 @@ void scores(const void* q, size_t q_stride, int group, const uint8_t* k, const u
       scores_rows<T, NG>(qg, qs, k, v, row_stride, n, head_dim, scale_, sg, ld);
     });
   }
+}
+
+// q8_0 K in position-minor tiles (kernels/k_tiles.h) against q as q8_0
+// blocks (prepare_q). One vector of a tile holds 4 elements of 8 positions;
+// its 4-element integer dots with a head's q (sign trick, vpmaddubsw,
+// vpmaddwd) add into 32-bit lanes, one per position, so a block's sums need
+// no horizontal reduction, and the 8 positions' K scales times d_q scale
+// them as one vector.
+template <int NG>
+void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size_t head_dim, float* s, size_t ld,
+                    float scale_) {
+  using tensor::BlockQ8_0;
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int half = 0; half < kKTileRows; half += 8) {
+    __m256 acc[NG];
+    for (int g = 0; g < NG; ++g) acc[g] = _mm256_setzero_ps();
+    for (size_t b = 0; b < head_dim / tensor::kQK; ++b) {
+      __m256i dot[NG];
+      for (int g = 0; g < NG; ++g) dot[g] = _mm256_setzero_si256();
+      for (size_t c = 0; c < tensor::kQK / 4; ++c) {
+        const __m256i k = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(tile + k_tile_quad_at(head_dim, b * (tensor::kQK / 4) + c, half)));
+        const __m256i kabs = _mm256_sign_epi8(k, k);
+        for (int g = 0; g < NG; ++g) {
+          int32_t quad;
+          std::memcpy(&quad, reinterpret_cast<const BlockQ8_0*>(q + size_t(g) * q_stride)[b].qs + 4 * c, 4);
+          const __m256i qs = _mm256_sign_epi8(_mm256_set1_epi32(quad), k);
+          dot[g] = _mm256_add_epi32(dot[g], _mm256_madd_epi16(_mm256_maddubs_epi16(kabs, qs), ones));
+        }
+      }
+      const __m256 dk =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + k_tile_scale_at(b, half))));
+      for (int g = 0; g < NG; ++g) {
+        const float dq = _cvtsh_ss(reinterpret_cast<const BlockQ8_0*>(q + size_t(g) * q_stride)[b].d);
+        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[g]), _mm256_mul_ps(dk, _mm256_set1_ps(dq)), acc[g]);
+      }
+    }
+    const __m256 sc = _mm256_set1_ps(scale_);
+    for (int g = 0; g < NG; ++g) _mm256_storeu_ps(s + size_t(g) * ld + size_t(half), _mm256_mul_ps(acc[g], sc));
+  }
+}
+
+void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*, size_t row_stride, int n,
+                 size_t head_dim, float scale_, float* s, size_t ld) {
+  walk_k_tiles(q, q_stride, group, k, row_stride, n, s, ld, [&]<int NG>(const uint8_t* qg, const uint8_t* tile, float* sg) {
+    scores_tile_q8<NG>(qg, q_stride, tile, head_dim, sg, ld, scale_);
+  });
 }
 
 // o_g[d0 .. d0+8*NV) += sum_j p_gj v_j[d0 .. d0+8*NV) for NG heads: the
@@ -296,7 +291,7 @@ AttnKernel find_attn(DType t) {
     k.accumulate = accumulate<DType::F16>;
   } else if (t == DType::Q8_0) {
     k.prepare_q = prepare_q_q8_0;
-    k.scores = scores<DType::Q8_0>;
+    k.scores = scores_q8_0;
     k.accumulate = accumulate<DType::Q8_0>;
   }
   return k;

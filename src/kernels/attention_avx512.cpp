@@ -1,5 +1,6 @@
 // AVX-512 VNNI attention pieces for a q8_0 KV cache (see attention.h): the
-// scores as integer dot products in vpdpbusd, and the P·V sums in 512-bit
+// scores of K's position-minor tiles as integer dot products in vpdpbusd,
+// 16 positions per instruction, and the P·V sums in 512-bit
 // registers, 64 dimensions of a head at once. The f32 and f16 pieces and the
 // softmax are the AVX2 set's.
 //
@@ -16,6 +17,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_rows.h"
 #include "kernels/dot.h"
+#include "kernels/k_tiles.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 #include "tensor/half.h"
@@ -28,16 +30,17 @@ using tensor::DType;
 using tensor::kQK;
 
 // ---- q8_0 scores --------------------------------------------------------------
-// vpdpbusd multiplies unsigned by signed bytes, so each K block is used as
-// k + 128 (k xor 0x80, once per block for all heads) against q's signed
-// bytes: sum((k + 128) * q) = sum(k * q) + 128 * sum(q). The second term
-// depends on q alone, so prepare_q stores it, negated and per 32-bit lane
-// (the 4 bytes a lane sums), as the accumulator's starting value, and the
-// instruction leaves exactly sum(k * q) per lane: one instruction per head
-// and block where the AVX2 piece used four (two vpsignb, vpmaddubsw, vpmaddwd).
+// K comes in tiles of 16 positions (kernels/k_tiles.h): 4 elements of all 16
+// positions are one vector, so one vpdpbusd per head adds 4 dimensions to
+// the 16 positions' scores, and the lanes never need a horizontal sum.
+// vpdpbusd multiplies unsigned by signed bytes, so each K vector is used as
+// k + 128 (k xor 0x80, once for all heads) against q's signed bytes:
+// sum((k + 128) * q) = sum(k * q) + 128 * sum(q). The second term depends on
+// q alone, so prepare_q stores it, negated, as the accumulator's starting
+// value, and each lane ends at exactly sum(k * q) for its position.
 struct QBlock {
   int8_t qs[kQK];
-  int32_t bias[8];  // -128 * the sum of qs[4l .. 4l+3], lane l
+  int32_t bias;  // -128 * the sum of qs
   float d;
 };
 // prepare_q has head_dim floats of room per head: 32 floats per block.
@@ -50,77 +53,53 @@ void prepare_q_q8_0(const float* q, size_t head_dim, void* out) {
     BlockQ8_0 blk;
     quantize.quantize_act(q + b * kQK, &blk, kQK);
     std::memcpy(qb[b].qs, blk.qs, kQK);
-    for (int l = 0; l < 8; ++l)
-      qb[b].bias[l] = -128 * (blk.qs[4 * l] + blk.qs[4 * l + 1] + blk.qs[4 * l + 2] + blk.qs[4 * l + 3]);
+    int32_t sum = 0;
+    for (int8_t x : blk.qs) sum += x;
+    qb[b].bias = -128 * sum;
     qb[b].d = tensor::f16_to_f32(blk.d);
   }
 }
 
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-// The sums of 4 vectors, in order, as one vector of 4.
-inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
-  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
-
-// Scores of NG heads against 4 rows: per block, 4 K vectors and NG x 4
-// integer sums scaled by d_k*d_q into f32 lanes; each head's 4 accumulators
-// then reduce to its 4 scores, stored side by side. (Reducing each block's
-// integer sums to one per row first, with vphaddd, and scaling 4 rows at
-// once was slower: attend/q8_0/pos:1024, 13.7 -> 15.0 us; so was a pair of
-// blocks per zmm register, half the instructions: 12.5 -> 15.6-17.4 us, on
-// Zen 4, which runs a 512-bit operation as two 256-bit halves.)
-constexpr int kTileRows = 4;
-
+// Scores of NG heads against one tile. Per 32-element block: its 8 K
+// vectors, and per head 8 vpdpbusd in two chains of 4 (one chain of 8 waits
+// on the instruction's latency), whose 16 integer sums are scaled by the
+// block's 16 K scales times q's.
+// The zero-masked conversions with every lane on are the plain ones; those
+// start from _mm512_undefined_*, which GCC 12 reports as maybe uninitialized.
 template <int NG>
-void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* const r[kTileRows], size_t head_dim, float* s,
-                    size_t ld, float scale) {
-  __m256 acc[NG][kTileRows];
-  for (int g = 0; g < NG; ++g)
-    for (int i = 0; i < kTileRows; ++i) acc[g][i] = _mm256_setzero_ps();
-  const __m256i flip = _mm256_set1_epi8(char(0x80));
+void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size_t head_dim, float* s, size_t ld,
+                    float scale) {
+  __m512 acc[NG];
+  for (int g = 0; g < NG; ++g) acc[g] = _mm512_setzero_ps();
+  const __m512i flip = _mm512_set1_epi8(char(0x80));
   for (size_t b = 0; b < head_dim / kQK; ++b) {
-    __m256i k[kTileRows];
-    float dk[kTileRows];
-    for (int i = 0; i < kTileRows; ++i) {
-      const BlockQ8_0& kb = reinterpret_cast<const BlockQ8_0*>(r[i])[b];
-      k[i] = _mm256_xor_si256(load32(kb.qs), flip);
-      dk[i] = _cvtsh_ss(kb.d);
-    }
+    __m512i k[kQK / 4];
+    for (size_t c = 0; c < kQK / 4; ++c)
+      k[c] = _mm512_xor_si512(_mm512_loadu_si512(tile + k_tile_quad_at(head_dim, b * (kQK / 4) + c, 0)), flip);
+    const __m512 dk =
+        _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + k_tile_scale_at(b, 0))));
     for (int g = 0; g < NG; ++g) {
       const QBlock& qb = reinterpret_cast<const QBlock*>(q + size_t(g) * q_stride)[b];
-      const __m256i qv = load32(qb.qs), bias = load32(qb.bias);
-      for (int i = 0; i < kTileRows; ++i) {
-        const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(bias, k[i], qv));
-        acc[g][i] = _mm256_fmadd_ps(p, _mm256_set1_ps(dk[i] * qb.d), acc[g][i]);
+      int32_t quad[kQK / 4];
+      std::memcpy(quad, qb.qs, kQK);
+      __m512i even = _mm512_set1_epi32(qb.bias), odd = _mm512_setzero_si512();
+      for (size_t c = 0; c < kQK / 4; c += 2) {
+        even = _mm512_dpbusd_epi32(even, k[c], _mm512_set1_epi32(quad[c]));
+        odd = _mm512_dpbusd_epi32(odd, k[c + 1], _mm512_set1_epi32(quad[c + 1]));
       }
+      const __m512 dot = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_add_epi32(even, odd));
+      acc[g] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dk, _mm512_set1_ps(qb.d)), acc[g]);
     }
   }
-  const __m128 sc = _mm_set1_ps(scale);
-  for (int g = 0; g < NG; ++g)
-    _mm_storeu_ps(s + size_t(g) * ld, _mm_mul_ps(hsum4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]), sc));
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int g = 0; g < NG; ++g) _mm512_storeu_ps(s + size_t(g) * ld, _mm512_mul_ps(acc[g], sc));
 }
 
-template <int NG>
-void scores_rows_q8(const uint8_t* q, size_t q_stride, const uint8_t* k, const uint8_t* v, size_t row_stride, int n,
-                    size_t head_dim, float scale, float* s, size_t ld) {
-  score_tiles<NG, kTileRows>(k, v, row_stride, n, s, ld,
-                             [&](const uint8_t* const rows[kTileRows], float* out, size_t out_ld) {
-                               scores_tile_q8<NG>(q, q_stride, rows, head_dim, out, out_ld, scale);
-                             });
-}
-
-void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t* v, size_t row_stride,
-                 int n, size_t head_dim, float scale, float* s, size_t ld) {
-  const auto* qb = static_cast<const uint8_t*>(q);
-  for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
-    const uint8_t* qg = qb + size_t(g0) * q_stride;
-    float* sg = s + size_t(g0) * ld;
-    with_tile_count<kAttnHeadsPerPass>(size_t(group - g0), [&]<int NG>() {
-      scores_rows_q8<NG>(qg, q_stride, k, v, row_stride, n, head_dim, scale, sg, ld);
-    });
-  }
+void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*, size_t row_stride, int n,
+                 size_t head_dim, float scale, float* s, size_t ld) {
+  walk_k_tiles(q, q_stride, group, k, row_stride, n, s, ld, [&]<int NG>(const uint8_t* qg, const uint8_t* tile, float* sg) {
+    scores_tile_q8<NG>(qg, q_stride, tile, head_dim, sg, ld, scale);
+  });
 }
 
 // ---- P·V ------------------------------------------------------------------------

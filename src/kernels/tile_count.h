@@ -15,4 +15,12 @@ inline void with_tile_count(size_t n, Fn&& fn) {
   fn.template operator()<Max>();
 }
 
+// n items in tiles of at most Max: fn.template operator()<N>(first) for
+// first = 0, Max, 2*Max, ..., N = Max but in the last tile.
+template <int Max, class Fn>
+inline void for_each_tile(size_t n, Fn&& fn) {
+  for (size_t first = 0; first < n; first += Max)
+    with_tile_count<Max>(n - first, [&]<int N>() { fn.template operator()<N>(first); });
+}
+
 }  // namespace kvlab::kernels

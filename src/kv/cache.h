@@ -27,7 +27,8 @@
 // sequences), keep every position.
 // Element type f32, f16 or q8_0 (--kv-type): f16 halves the bytes decode
 // reads, q8_0 (32-element blocks, 34 bytes) nearly halves them again. For
-// q8_0 every head must be whole blocks (head_dim % 32 == 0).
+// q8_0 every head must be whole blocks (head_dim % 32 == 0), and each
+// block's K rows are one position-minor tile (kernels/k_tiles.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -88,8 +89,9 @@ class Cache {
   // Unmaps every block of the sequence and empties it.
   void unmap(int seq);
 
-  // The head_dim elements of KV head `head` for (layer, seq, pos); the
-  // position's block must be mapped.
+  // Where the row of KV head `head` for (layer, seq, pos) starts (for a
+  // tiled K, the row's place in its block); the position's block must be
+  // mapped.
   uint8_t* k(int layer, int head, int seq, int pos) { return row(k_, layer, head, seq, pos); }
   uint8_t* v(int layer, int head, int seq, int pos) { return row(v_, layer, head, seq, pos); }
   // Row 0 of physical block 0 of a layer's KV head: attention walks blocks
@@ -97,8 +99,12 @@ class Cache {
   const uint8_t* k_head(int layer, int head) const { return k_.data() + region(layer, head); }
   const uint8_t* v_head(int layer, int head) const { return v_.data() + region(layer, head); }
 
-  // Stores one head's head_dim f32 values, converting to the cache type.
-  void store(uint8_t* dst, const float* src) const;
+  // Stores one head's head_dim f32 values of K or V for (layer, seq, pos),
+  // converted to the cache type and laid out as attention reads them
+  // (kernels/k_tiles.h: a q8_0 cache's K rows are position-minor tiles of
+  // the 16 positions of a block). The position's block must be mapped.
+  void store_k(int layer, int head, int seq, int pos, const float* src);
+  void store_v(int layer, int head, int seq, int pos, const float* src);
 
   // Positions [0, used) of a sequence hold valid entries.
   int used(int seq) const { return used_[size_t(seq)]; }

@@ -86,8 +86,8 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
     for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
     const BatchEntry& e = batch[t];
     for (int h = 0; h < c.n_head_kv; ++h) {
-      cache.store(cache.k(layer, h, e.seq, e.pos), &ws.k[t * kvd + size_t(h) * hd]);
-      cache.store(cache.v(layer, h, e.seq, e.pos), &ws.v[t * kvd + size_t(h) * hd]);
+      cache.store_k(layer, h, e.seq, e.pos, &ws.k[t * kvd + size_t(h) * hd]);
+      cache.store_v(layer, h, e.seq, e.pos, &ws.v[t * kvd + size_t(h) * hd]);
     }
   });
 

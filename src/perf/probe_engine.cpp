@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/huge_buffer.h"
 #include "kernels/attention.h"
+#include "kernels/k_tiles.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/rows8.h"
@@ -174,7 +175,6 @@ void evict(std::span<const uint8_t> bytes, kernels::ThreadPool& pool) {
 // them since this layer's attention last ran.
 double measure_attention(tensor::DType kv, size_t hd, int n_kv, int group, int n_tokens, int n_pos,
                          kernels::ThreadPool& pool, const Timer& timer, std::span<const uint8_t> flush = {}) {
-  const tensor::DTypeInfo& info = tensor::dtype_info(kv);
   const int n_heads = n_kv * group, bt = kv::Cache::kBlockTokens;
   const size_t head_bytes = *tensor::row_bytes(kv, hd);
   const int n_blocks = (n_pos + bt - 1) / bt;
@@ -183,11 +183,12 @@ double measure_attention(tensor::DType kv, size_t hd, int n_kv, int group, int n
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> vals(hd);
-  for (size_t i = 0; i < k.size() / head_bytes; ++i) {
-    for (float& x : vals) x = u(rng);
-    info.quantize(vals.data(), k.data() + i * head_bytes, hd);
-    info.quantize(vals.data(), v.data() + i * head_bytes, hd);
-  }
+  for (int g = 0; g < n_kv; ++g)
+    for (int pos = 0; pos < n_blocks * bt; ++pos) {
+      for (float& x : vals) x = u(rng);
+      kernels::store_k(kv, k.data() + size_t(g) * region, pos, vals.data(), hd);
+      kernels::store_v(kv, v.data() + size_t(g) * region, pos, vals.data(), hd);
+    }
   std::vector<int32_t> blocks(static_cast<size_t>(n_blocks));
   for (int b = 0; b < n_blocks; ++b) blocks[size_t(b)] = b;
   // One item per token and KV head, as the forward pass hands them over.

@@ -10,6 +10,7 @@
 #include "common/isa.h"
 #include "common/random.h"
 #include "kernels/attention.h"
+#include "kernels/k_tiles.h"
 #include "kernels/thread_pool.h"
 
 namespace kvlab::kernels {
@@ -21,39 +22,48 @@ using test::IsaGuard;
 
 using test::randn;
 
-// n_pos positions of n_kv KV heads, laid out as the cache does (every head
-// of a position in one row), K and V from a seeded normal distribution.
+// n_pos positions of n_kv KV heads, laid out as the cache does (each head's
+// rows one after another, a q8_0 K in tiles: kernels/k_tiles.h, with room
+// for whole tiles), K and V from a seeded normal distribution.
 struct KvRows {
   DType type;
-  size_t head_dim, head_bytes, row;
+  size_t head_dim, head_bytes, region;  // region: one head's rows
   std::vector<uint8_t> k, v;
-  std::vector<float> kf, vf;  // the stored values, dequantized
+  std::vector<float> kf, vf;  // the stored values, dequantized, [position][head][head_dim]
 
   KvRows(DType t, size_t hd, int n_pos, int n_kv, uint32_t seed)
-      : type(t), head_dim(hd), head_bytes(*tensor::row_bytes(t, hd)), row(head_bytes * size_t(n_kv)) {
+      : type(t),
+        head_dim(hd),
+        head_bytes(*tensor::row_bytes(t, hd)),
+        region(head_bytes * size_t((n_pos + kKTileRows - 1) / kKTileRows * kKTileRows)) {
     const auto& info = tensor::dtype_info(t);
     const size_t n = size_t(n_pos) * size_t(n_kv);
-    k.resize(n * head_bytes);
-    v.resize(n * head_bytes);
+    k.resize(region * size_t(n_kv));
+    v.resize(k.size());
     kf.resize(n * hd);
     vf.resize(n * hd);
     const auto ks = randn(n * hd, seed, 1.f), vs = randn(n * hd, seed + 1, 1.f);
+    std::vector<uint8_t> row(head_bytes);
     for (size_t i = 0; i < n; ++i) {
-      info.quantize(&ks[i * hd], &k[i * head_bytes], hd);
-      info.quantize(&vs[i * hd], &v[i * head_bytes], hd);
-      info.dequantize(&k[i * head_bytes], &kf[i * hd], hd);
-      info.dequantize(&v[i * head_bytes], &vf[i * hd], hd);
+      const int pos = int(i / size_t(n_kv));
+      const size_t head = i % size_t(n_kv);
+      store_k(t, k.data() + head * region, pos, &ks[i * hd], hd);
+      store_v(t, v.data() + head * region, pos, &vs[i * hd], hd);
+      info.quantize(&ks[i * hd], row.data(), hd);
+      info.dequantize(row.data(), &kf[i * hd], hd);
+      info.quantize(&vs[i * hd], row.data(), hd);
+      info.dequantize(row.data(), &vf[i * hd], hd);
     }
   }
   KvView view(int head) const {
-    return KvView{k.data() + size_t(head) * head_bytes, v.data() + size_t(head) * head_bytes, row, type};
+    return KvView{k.data() + size_t(head) * region, v.data() + size_t(head) * region, head_bytes, type};
   }
 };
 
 // softmax(q·k * scale) v in double, with q as the K type's dot product sees
 // it (f16 K: q rounded to f16; q8_0 K: q quantized to q8_0).
 std::vector<double> reference(const std::vector<float>& q, int group, const KvRows& kv, int head, int n_kv, int n_pos,
-                              float scale) {
+                              float scale, int first = 0) {
   const size_t hd = kv.head_dim;
   const DType q_type = kv.type == DType::F32 ? DType::F32 : kv.type;
   const auto& info = tensor::dtype_info(q_type);
@@ -65,15 +75,15 @@ std::vector<double> reference(const std::vector<float>& q, int group, const KvRo
     info.dequantize(qq.data(), qg.data(), hd);
     std::vector<double> s(static_cast<size_t>(n_pos));
     double mx = -1e300, sum = 0;
-    for (int j = 0; j < n_pos; ++j) {
+    for (int j = first; j < n_pos; ++j) {
       const float* kr = &kv.kf[(size_t(j) * size_t(n_kv) + size_t(head)) * hd];
       double dot = 0;
       for (size_t d = 0; d < hd; ++d) dot += double(qg[d]) * kr[d];
       s[size_t(j)] = dot * scale;
       mx = std::max(mx, s[size_t(j)]);
     }
-    for (double& x : s) sum += (x = std::exp(x - mx));
-    for (int j = 0; j < n_pos; ++j) {
+    for (int j = first; j < n_pos; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
+    for (int j = first; j < n_pos; ++j) {
       const float* vr = &kv.vf[(size_t(j) * size_t(n_kv) + size_t(head)) * hd];
       for (size_t d = 0; d < hd; ++d) out[size_t(g) * hd + d] += s[size_t(j)] / sum * vr[d];
     }
@@ -108,28 +118,28 @@ TEST(Attention, MatchesDoublePrecisionReference) {
 }
 
 // The paged view reads the same rows as a contiguous one: 300 positions in
-// 16-row blocks stored in a shuffled order give exactly the contiguous result.
+// 16-row blocks (a q8_0 K: one tile each) stored in a shuffled order give
+// exactly the contiguous result.
 TEST(Attention, PagedBlocksEqualContiguousRowsBitwise) {
   const size_t hd = 64, bt = 16;
   const int n_kv = 3, group = 3, n = 300, n_blocks = (n + int(bt) - 1) / int(bt);
   for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
     const KvRows kv(t, hd, n_blocks * int(bt), n_kv, 5);
+    const KvView contiguous = kv.view(2);
     std::vector<int32_t> table(static_cast<size_t>(n_blocks));
     for (int b = 0; b < n_blocks; ++b) table[size_t(b)] = (b * 7 + 3) % n_blocks;  // 7 is coprime to 19
-    std::vector<uint8_t> pk(kv.k.size()), pv(kv.v.size());
-    for (size_t j = 0; j < size_t(n_blocks) * bt; ++j) {
-      const size_t at = (size_t(table[j / bt]) * bt + j % bt) * kv.row;
-      std::copy_n(kv.k.data() + j * kv.row, kv.row, pk.data() + at);
-      std::copy_n(kv.v.data() + j * kv.row, kv.row, pv.data() + at);
+    std::vector<uint8_t> pk(kv.region), pv(kv.region);
+    const size_t block = bt * kv.head_bytes;
+    for (size_t b = 0; b < size_t(n_blocks); ++b) {
+      std::copy_n(contiguous.k + b * block, block, pk.data() + size_t(table[b]) * block);
+      std::copy_n(contiguous.v + b * block, block, pv.data() + size_t(table[b]) * block);
     }
     const auto q = randn(group * hd, 3, 1.f);
     std::vector<float> scratch(attn_scratch_floats(group, hd)), a(group * hd), b(group * hd);
     for (Isa isa : available_isas()) {
       IsaGuard guard(isa);
       for (int n_pos : {1, 16, 17, 40, 129, n}) {
-        const KvView contiguous = kv.view(2);
-        KvView paged{pk.data() + 2 * kv.head_bytes, pv.data() + 2 * kv.head_bytes, kv.row, t, table.data(), int(bt),
-                     bt * kv.row};
+        const KvView paged{pk.data(), pv.data(), kv.head_bytes, t, table.data(), int(bt), block};
         attend(q.data(), group, contiguous, 0, n_pos, hd, 0.3f, scratch.data(), a.data());
         attend(q.data(), group, paged, 0, n_pos, hd, 0.3f, scratch.data(), b.data());
         EXPECT_EQ(a, b) << tensor::dtype_info(t).name << " n_pos " << n_pos << " " << isa_name(isa);
@@ -139,9 +149,10 @@ TEST(Attention, PagedBlocksEqualContiguousRowsBitwise) {
 }
 
 // A sliding window (positions first .. n_pos-1) is the attention of a view
-// that starts at row `first`, for every KV type and ISA, with windows that
-// start inside, at and across chunk boundaries; and a split decode step of
-// windowed items gives the same bits as one thread.
+// that starts at row `first` (a tiled K: where `first` starts a tile, else
+// the double-precision reference), for every KV type and ISA, with windows
+// that start inside, at and across chunk boundaries; and a split decode
+// step of windowed items gives the same bits as one thread.
 TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
   const size_t hd = 64;
   const int n_kv = 2, group = 3, n_ctx = 400;
@@ -153,15 +164,23 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
     std::vector<float> scratch(attn_scratch_floats(group, hd)), win(size_t(group) * hd), cut(win.size());
     for (Isa isa : available_isas()) {
       IsaGuard guard(isa);
-      for (auto [first, n_pos] : {std::pair{1, 2}, {5, 100}, {127, 300}, {128, 300}, {129, n_ctx}, {250, 260}}) {
-        KvView shifted = kv.view(1);
-        shifted.k += size_t(first) * kv.row;
-        shifted.v += size_t(first) * kv.row;
+      for (auto [first, n_pos] :
+           {std::pair{1, 2}, {5, 100}, {127, 300}, {128, 300}, {129, n_ctx}, {250, 260}, {16, 100}, {240, 399}}) {
         attend(q.data(), group, kv.view(1), first, n_pos, hd, 0.125f, scratch.data(), win.data());
-        attend(q.data(), group, shifted, 0, n_pos - first, hd, 0.125f, scratch.data(), cut.data());
-        for (size_t i = 0; i < win.size(); ++i)
-          ASSERT_NEAR(win[i], cut[i], 1e-5 + 1e-5 * std::abs(cut[i]))
-              << tensor::dtype_info(t).name << " " << isa_name(isa) << " window " << first << ".." << n_pos;
+        if (!k_tiled(t) || first % kKTileRows == 0) {
+          KvView shifted = kv.view(1);
+          shifted.k += size_t(first) * kv.head_bytes;
+          shifted.v += size_t(first) * kv.head_bytes;
+          attend(q.data(), group, shifted, 0, n_pos - first, hd, 0.125f, scratch.data(), cut.data());
+          for (size_t i = 0; i < win.size(); ++i)
+            ASSERT_NEAR(win[i], cut[i], 1e-5 + 1e-5 * std::abs(cut[i]))
+                << tensor::dtype_info(t).name << " " << isa_name(isa) << " window " << first << ".." << n_pos;
+        } else {
+          const auto want = reference(q, group, kv, 1, n_kv, n_pos, 0.125f, first);
+          for (size_t i = 0; i < win.size(); ++i)
+            ASSERT_NEAR(win[i], want[i], 2e-5 + 2e-5 * std::abs(want[i]))
+                << tensor::dtype_info(t).name << " " << isa_name(isa) << " window " << first << ".." << n_pos;
+        }
         std::vector<float> split(win.size());
         AttnItem item{q.data(), kv.view(1), n_pos, split.data(), first};
         attend_batch({&item, 1}, group, hd, 0.125f, pool, as);
@@ -223,13 +242,13 @@ TEST(Attention, OneHotKeysSelectTheirValue) {
       const size_t hd = 32, n = 5;  // one q8_0 block per row
       const auto& info = tensor::dtype_info(t);
       const size_t row = *tensor::row_bytes(t, hd);
-      std::vector<uint8_t> k(n * row), v(n * row);
+      std::vector<uint8_t> k(size_t(kKTileRows) * row), v(k.size());  // one tile
       for (size_t j = 0; j < n; ++j) {
         std::vector<float> kr(hd, 0.f), vr(hd);
         kr[j] = 1.f;
         for (size_t d = 0; d < hd; ++d) vr[d] = float(10 * j + d);
-        info.quantize(kr.data(), k.data() + j * row, hd);
-        info.quantize(vr.data(), v.data() + j * row, hd);
+        store_k(t, k.data(), int(j), kr.data(), hd);
+        store_v(t, v.data(), int(j), vr.data(), hd);
       }
       std::vector<float> q(hd, 0.f), out(hd), scratch(attn_scratch_floats(1, hd));
       q[2] = 100.f;  // score 100 vs 0: softmax weight 1 - 4e-44
