@@ -30,7 +30,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 #include "micro_common.h"
 
 namespace kvlab::bench {
@@ -43,7 +43,7 @@ constexpr int kGroup = 3;
 
 // K and V of kKvHeads KV heads over n_pos positions, each head's rows
 // contiguous as in the cache (kv/cache.h; a q8_0 K in tiles,
-// kernels/k_tiles.h), every position holding the same values: the values do
+// kernels/kv_tiles.h), every position holding the same values: the values do
 // not change the work.
 struct HeadRows {
   DType type;
@@ -54,7 +54,7 @@ struct HeadRows {
       : type(t),
         n_pos(n),
         head_bytes(*tensor::row_bytes(t, kHeadDim)),
-        region(head_bytes * size_t((n + kernels::kKTileRows - 1) / kernels::kKTileRows * kernels::kKTileRows)),
+        region(head_bytes * size_t((n + kernels::kKvTileRows - 1) / kernels::kKvTileRows * kernels::kKvTileRows)),
         k(kKvHeads * region),
         v(k.size()) {
     const auto src = random_floats(kHeadDim, 3);

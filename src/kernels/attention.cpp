@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "kernels/dot.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 
 namespace kvlab::kernels {
 
@@ -34,15 +34,15 @@ void scores_generic(const void* q, size_t q_stride, int group, const uint8_t* k,
   }
 }
 
-// A tiled K (k_tiles.h): n a multiple of kKTileRows from the tile at k,
-// tiles kKTileRows * row_stride apart. Each slot is gathered back into its
+// A tiled K (kv_tiles.h): n a multiple of kKvTileRows from the tile at k,
+// tiles kKvTileRows * row_stride apart. Each slot is gathered back into its
 // q8_0 row and scored by the same dot product as a row.
 void scores_tiled_generic(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*,
                           size_t row_stride, int n, size_t head_dim, float scale, float* s, size_t ld) {
   const DotKernel& dk = dot_kernel(DType::Q8_0);
   tensor::BlockQ8_0 row[kMaxHeadDim / tensor::kQK];
   for (int j = 0; j < n; ++j) {
-    k_tile_get(k + size_t(j / kKTileRows) * kKTileRows * row_stride, j % kKTileRows, row, head_dim);
+    tile_get(true, k + size_t(j / kKvTileRows) * kKvTileRows * row_stride, j % kKvTileRows, row, head_dim);
     for (int g = 0; g < group; ++g)
       s[size_t(g) * ld + size_t(j)] = dk.dot(row, static_cast<const uint8_t*>(q) + size_t(g) * q_stride, head_dim) * scale;
   }
@@ -71,10 +71,30 @@ void accumulate_generic(const float* p, size_t ld, int group, const uint8_t* v, 
   }
 }
 
+// A tiled V (kv_tiles.h): n a multiple of kKvTileRows from the tile at v.
+// A zero probability skips its row (the positions of a tile outside the
+// range attended have p = 0 and may hold anything).
+void accumulate_tiled_generic(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n,
+                              size_t head_dim, float* o) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(DType::Q8_0);
+  tensor::BlockQ8_0 blocks[kMaxHeadDim / tensor::kQK];
+  float row[kMaxHeadDim];
+  for (int j = 0; j < n; ++j) {
+    tile_get(false, v + size_t(j / kKvTileRows) * kKvTileRows * row_stride, j % kKvTileRows, blocks, head_dim);
+    info.dequantize(blocks, row, head_dim);
+    for (int g = 0; g < group; ++g) {
+      const float pj = p[size_t(g) * ld + size_t(j)];
+      if (pj == 0.f) continue;
+      float* og = o + size_t(g) * head_dim;
+      for (size_t d = 0; d < head_dim; ++d) og[d] += pj * row[d];
+    }
+  }
+}
+
 template <DType T>
 AttnKernel generic_kernel() {
-  if constexpr (k_tiled(T))
-    return {prepare_q_generic<T>, scores_tiled_generic, max_generic, exp_sum_generic, accumulate_generic<T>};
+  if constexpr (kv_tiled(T))
+    return {prepare_q_generic<T>, scores_tiled_generic, max_generic, exp_sum_generic, accumulate_tiled_generic};
   else
     return {prepare_q_generic<T>, scores_generic<T>, max_generic, exp_sum_generic, accumulate_generic<T>};
 }
@@ -147,7 +167,7 @@ void attend_prepare_q(const float* q, int group, const KvView& kv, size_t head_d
 
 void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, float scale,
                   float* scratch, float* partial) {
-  static_assert(kAttnChunk % kKTileRows == 0);
+  static_assert(kAttnChunk % kKvTileRows == 0);
   const AttnKernel& ak = attn_kernel(kv.type, head_dim);
   const size_t G = size_t(group), C = size_t(kAttnChunk);
   const float* q_conv = scratch;      // G x head_dim*4 bytes (attend_prepare_q)
@@ -156,12 +176,12 @@ void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, 
   const int p0 = std::max(first, c0), p1 = std::min(n_pos, c0 + kAttnChunk), n = p1 - p0;
   // A tiled K is scored a whole tile at a time, so the positions of p0's
   // and p1's tiles outside [p0, p1) get scores too; they lie in the chunk
-  // and are left out below.
-  const bool tiled = k_tiled(kv.type);
-  if (tiled && kv.blocks && kv.block_tokens % kKTileRows != 0)
-    throw Error("attention: a tiled K needs blocks of whole tiles");
-  const int k0 = tiled ? p0 - p0 % kKTileRows : p0;
-  const int k1 = tiled ? (p1 + kKTileRows - 1) / kKTileRows * kKTileRows : p1;
+  // and are left out of the softmax below.
+  const bool tiled = kv_tiled(kv.type);
+  if (tiled && kv.blocks && kv.block_tokens % kKvTileRows != 0)
+    throw Error("attention: a tiled KV type needs blocks of whole tiles");
+  const int k0 = tiled ? p0 - p0 % kKvTileRows : p0;
+  const int k1 = tiled ? (p1 + kKvTileRows - 1) / kKvTileRows * kKvTileRows : p1;
   for_each_run(kv.k, kv, k0, k1, [&](int j, int rows, const uint8_t* k) {
     const uint8_t* v = k + (kv.v - kv.k);  // V rows at K's offsets
     ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, scale, s + (j - c0), C);
@@ -170,12 +190,15 @@ void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, 
   float* l = partial + G;
   float* o = partial + 2 * G;
   for (size_t g = 0; g < G; ++g) {
-    float* sg = s + g * C + (p0 - c0);
-    m[g] = ak.max(sg, size_t(n));
-    l[g] = ak.exp_sum(sg, size_t(n), m[g]);
+    float* sg = s + g * C;
+    m[g] = ak.max(sg + (p0 - c0), size_t(n));
+    l[g] = ak.exp_sum(sg + (p0 - c0), size_t(n), m[g]);
+    // A tiled V is summed whole tiles at a time, its extra positions with p = 0.
+    std::fill(sg + (k0 - c0), sg + (p0 - c0), 0.f);
+    std::fill(sg + (p1 - c0), sg + (k1 - c0), 0.f);
   }
   std::fill(o, o + G * head_dim, 0.f);
-  for_each_run(kv.v, kv, p0, p1, [&](int j, int rows, const uint8_t* v) {
+  for_each_run(kv.v, kv, k0, k1, [&](int j, int rows, const uint8_t* v) {
     ak.accumulate(s + (j - c0), C, group, v, kv.row_stride, rows, head_dim, o);
   });
 }

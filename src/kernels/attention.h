@@ -32,9 +32,9 @@ constexpr int kAttnChunk = 128;  // positions per partial result
 // and take a larger group in passes of this many (the last pass narrower).
 constexpr int kAttnHeadsPerPass = 4;
 
-// The K and V rows of one KV head of one sequence (a q8_0 K: rows of tiles,
-// kernels/k_tiles.h, so row_stride is the head's bytes and blocks hold whole
-// tiles). Positions are grouped in
+// The K and V rows of one KV head of one sequence (q8_0: rows of tiles,
+// kernels/kv_tiles.h, so row_stride is the head's bytes and blocks hold
+// whole tiles). Positions are grouped in
 // blocks of `block_tokens` consecutive rows (`row_stride` apart); logical
 // block b lives at physical block blocks[b], `block_stride` bytes apart
 // (the paged KV cache). blocks == nullptr: one contiguous run of rows.
@@ -115,11 +115,13 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
 //  scores:    s[g*ld + j] = scale * q_g·k_j for the n rows from `k`; `v`
 //             holds the same positions' V rows (same stride), which it may
 //             prefetch as it goes, for accumulate to find them cached. For
-//             a tiled K (kernels/k_tiles.h) `k` is a tile and n a multiple
-//             of kKTileRows, the tiles kKTileRows * row_stride apart;
+//             a tiled K (kernels/kv_tiles.h) `k` is a tile and n a multiple
+//             of kKvTileRows, the tiles kKvTileRows * row_stride apart;
 //  max:       the largest of n scores (exact, so any order gives it);
 //  exp_sum:   x_i = e^(x_i - m), returns the sum;
-//  accumulate: o_g += sum_j p[g*ld + j] * v_j.
+//  accumulate: o_g += sum_j p[g*ld + j] * v_j; for a tiled V, from the tile
+//             at v, n a multiple of kKvTileRows, rows with p = 0 left out
+//             (they may hold anything).
 struct AttnKernel {
   void (*prepare_q)(const float* q, size_t head_dim, void* out);
   void (*scores)(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t* v, size_t row_stride,

@@ -12,7 +12,7 @@
 #include "kernels/attention_rows.h"
 #include "kernels/dot.h"
 #include "kernels/exp_avx2.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 #include "kernels/hsum_avx2.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
@@ -22,28 +22,18 @@ namespace {
 
 using tensor::DType;
 
-// 8 consecutive elements of a row from element d, widened to f32. For q8_0
-// the block scale is left out (see scale()); 8 elements never cross a block.
+// 8 consecutive elements of an f32 or f16 row from element d, widened to f32.
 template <DType T>
 __m256 load8(const uint8_t* row, size_t d) {
   if constexpr (T == DType::F32) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
-  } else if constexpr (T == DType::F16) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
   } else {
-    const auto* b = reinterpret_cast<const tensor::BlockQ8_0*>(row) + d / tensor::kQK;
-    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->qs + d % tensor::kQK));
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
   }
 }
-// The factor load8's elements at d carry: the q8_0 block scale, else 1.
-template <DType T>
-float scale(const uint8_t* row, size_t d) {
-  if constexpr (T == DType::Q8_0) {
-    return _cvtsh_ss(reinterpret_cast<const tensor::BlockQ8_0*>(row)[d / tensor::kQK].d);
-  } else {
-    return 1.0f;
-  }
+// 8 int8 quants from p, widened to f32.
+inline __m256 load8_q8(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
 // q rounded to f16 and back: f16 K meets f16 q, as in the f16 matmul.
@@ -143,7 +133,7 @@ void scores(const void* q, size_t q_stride, int group, const uint8_t* k, const u
   }
 }
 
-// q8_0 K in position-minor tiles (kernels/k_tiles.h) against q as q8_0
+// q8_0 K in position-minor tiles (kernels/kv_tiles.h) against q as q8_0
 // blocks (prepare_q). One vector of a tile holds 4 elements of 8 positions;
 // its 4-element integer dots with a head's q (sign trick, vpmaddubsw,
 // vpmaddwd) add into 32-bit lanes, one per position, so a block's sums need
@@ -154,7 +144,7 @@ void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size
                     float scale_) {
   using tensor::BlockQ8_0;
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int half = 0; half < kKTileRows; half += 8) {
+  for (int half = 0; half < kKvTileRows; half += 8) {
     __m256 acc[NG];
     for (int g = 0; g < NG; ++g) acc[g] = _mm256_setzero_ps();
     for (size_t b = 0; b < head_dim / tensor::kQK; ++b) {
@@ -172,7 +162,7 @@ void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size
         }
       }
       const __m256 dk =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + k_tile_scale_at(b, half))));
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + tile_scale_at(b, half))));
       for (int g = 0; g < NG; ++g) {
         const float dq = _cvtsh_ss(reinterpret_cast<const BlockQ8_0*>(q + size_t(g) * q_stride)[b].d);
         acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[g]), _mm256_mul_ps(dk, _mm256_set1_ps(dq)), acc[g]);
@@ -201,9 +191,8 @@ void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_st
     for (int i = 0; i < NV; ++i) acc[g][i] = _mm256_loadu_ps(o + size_t(g) * head_dim + d0 + 8 * size_t(i));
   for (int j = 0; j < n; ++j) {
     const uint8_t* row = v + size_t(j) * row_stride;
-    const float sc = scale<T>(row, d0);
     __m256 b[NG];
-    for (int g = 0; g < NG; ++g) b[g] = _mm256_set1_ps(p[size_t(g) * ld + size_t(j)] * sc);
+    for (int g = 0; g < NG; ++g) b[g] = _mm256_set1_ps(p[size_t(g) * ld + size_t(j)]);
     for (int i = 0; i < NV; ++i) {
       const __m256 x = load8<T>(row, d0 + 8 * size_t(i));
       for (int g = 0; g < NG; ++g) acc[g][i] = _mm256_fmadd_ps(b[g], x, acc[g][i]);
@@ -211,6 +200,50 @@ void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_st
   }
   for (int g = 0; g < NG; ++g)
     for (int i = 0; i < NV; ++i) _mm256_storeu_ps(o + size_t(g) * head_dim + d0 + 8 * size_t(i), acc[g][i]);
+}
+
+// The same for q8_0 V tiles (kv_tiles.h), one block per pass: per tile, the
+// NG heads' weights p x the block scale for its 16 rows as vector
+// multiplies (a zero p gives a zero weight, whatever the row holds), then
+// each row's multiply-adds with their weights broadcast from memory.
+template <int NG, int NV>
+void accumulate_tiles_q8(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
+                         size_t d0, float* o) {
+  static_assert(8 * NV <= tensor::kQK);
+  __m256 acc[NG][NV];
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) acc[g][i] = _mm256_loadu_ps(o + size_t(g) * head_dim + d0 + 8 * size_t(i));
+  alignas(32) float w[NG][kKvTileRows];
+  const __m256 zero = _mm256_setzero_ps();
+  for (int t = 0; t < n; t += kKvTileRows) {
+    const uint8_t* tile = v + size_t(t) * row_stride;
+    for (int half = 0; half < kKvTileRows; half += 8) {
+      const __m256 d = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + tile_scale_at(d0 / tensor::kQK, half))));
+      for (int g = 0; g < NG; ++g) {
+        const __m256 pg = _mm256_loadu_ps(p + size_t(g) * ld + size_t(t + half));
+        _mm256_store_ps(w[g] + half, _mm256_and_ps(_mm256_mul_ps(pg, d), _mm256_cmp_ps(pg, zero, _CMP_NEQ_UQ)));
+      }
+    }
+    for (int j = 0; j < kKvTileRows; ++j) {
+      const uint8_t* row = tile + v_tile_row_at(head_dim, j) + d0;
+      for (int i = 0; i < NV; ++i) {
+        const __m256 x = load8_q8(row + 8 * size_t(i));
+        for (int g = 0; g < NG; ++g) acc[g][i] = _mm256_fmadd_ps(_mm256_set1_ps(w[g][j]), x, acc[g][i]);
+      }
+    }
+  }
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) _mm256_storeu_ps(o + size_t(g) * head_dim + d0 + 8 * size_t(i), acc[g][i]);
+}
+
+template <DType T, int NG, int NV>
+void accumulate_pass(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim, size_t d0,
+                     float* o) {
+  if constexpr (T == DType::Q8_0)
+    accumulate_tiles_q8<NG, NV>(p, ld, v, row_stride, n, head_dim, d0, o);
+  else
+    accumulate_block<T, NG, NV>(p, ld, v, row_stride, n, head_dim, d0, o);
 }
 
 // 32 dimensions per pass (16 with 4 heads, or when head_dim is not a
@@ -222,9 +255,9 @@ void accumulate_heads(const float* p, size_t ld, const uint8_t* v, size_t row_st
   const bool wide = head_dim % (8 * kWide) == 0;
   for (size_t d0 = 0; d0 < head_dim; d0 += wide ? 8 * kWide : 16) {
     if (wide)
-      accumulate_block<T, NG, kWide>(p, ld, v, row_stride, n, head_dim, d0, o);
+      accumulate_pass<T, NG, kWide>(p, ld, v, row_stride, n, head_dim, d0, o);
     else
-      accumulate_block<T, NG, 2>(p, ld, v, row_stride, n, head_dim, d0, o);
+      accumulate_pass<T, NG, 2>(p, ld, v, row_stride, n, head_dim, d0, o);
   }
 }
 

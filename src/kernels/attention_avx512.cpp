@@ -17,7 +17,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_rows.h"
 #include "kernels/dot.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 #include "tensor/half.h"
@@ -30,7 +30,7 @@ using tensor::DType;
 using tensor::kQK;
 
 // ---- q8_0 scores --------------------------------------------------------------
-// K comes in tiles of 16 positions (kernels/k_tiles.h): 4 elements of all 16
+// K comes in tiles of 16 positions (kernels/kv_tiles.h): 4 elements of all 16
 // positions are one vector, so one vpdpbusd per head adds 4 dimensions to
 // the 16 positions' scores, and the lanes never need a horizontal sum.
 // vpdpbusd multiplies unsigned by signed bytes, so each K vector is used as
@@ -77,7 +77,7 @@ void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size
     for (size_t c = 0; c < kQK / 4; ++c)
       k[c] = _mm512_xor_si512(_mm512_loadu_si512(tile + k_tile_quad_at(head_dim, b * (kQK / 4) + c, 0)), flip);
     const __m512 dk =
-        _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + k_tile_scale_at(b, 0))));
+        _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + tile_scale_at(b, 0))));
     for (int g = 0; g < NG; ++g) {
       const QBlock& qb = reinterpret_cast<const QBlock*>(q + size_t(g) * q_stride)[b];
       int32_t quad[kQK / 4];
@@ -103,20 +103,21 @@ void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, co
 }
 
 // ---- P·V ------------------------------------------------------------------------
-// o_g[d0 .. d0+16*NV) += sum_j p_gj v_j[d0 ..) for NG heads, the NG x NV
-// accumulators in zmm registers across all n rows (NG*NV <= 16 of the 32).
-// A row's block scale joins each head's probability (one multiply per head
-// and block), as in the AVX2 piece; 16 elements never cross a block. (The
-// same loop over f16 rows was no faster than the AVX2 one: attend/f16/
-// pos:1024 12.2 -> 12.6 us; their int8 rows cost two conversions per 8
-// elements on AVX2.)
+// o_g[d0 .. d0+16*NV) += sum_j w_gj v_j[d0 ..) for NG heads over V tiles
+// (kv_tiles.h), the NG x NV accumulators in zmm registers across all n rows
+// (NG*NV <= 16 of the 32). A row's weight is its probability times its
+// block scale: per tile, the weights of its 16 rows are vector multiplies
+// (a zero p gives a zero weight, whatever the row holds), and each row's
+// multiply-adds take them broadcast from memory. With rows, each weight was
+// a scalar multiply and a broadcast in the loop. (The same loop over f16
+// rows was no faster than the AVX2 one: attend/f16/pos:1024 12.2 -> 12.6 us;
+// their int8 rows cost two conversions per 8 elements on AVX2.)
 // The zero-masked forms with every lane on are the same instructions; the
 // plain intrinsics start from _mm512_undefined_*, which GCC 12 reports as
 // maybe uninitialized.
-inline __m512 load16(const uint8_t* row, size_t d) {
-  const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[d / kQK];
-  const __m512i q = _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + d % kQK)));
-  return _mm512_maskz_cvtepi32_ps(0xffff, q);
+inline __m512 load16(const uint8_t* q) {
+  return _mm512_maskz_cvtepi32_ps(
+      0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
 }
 
 template <int NG, int NV>
@@ -126,17 +127,24 @@ void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_st
   __m512 acc[NG][NV];
   for (int g = 0; g < NG; ++g)
     for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_loadu_ps(o + size_t(g) * head_dim + d0 + 16 * size_t(i));
-  for (int j = 0; j < n; ++j) {
-    const uint8_t* row = v + size_t(j) * row_stride;
-    float sc[kBlocks];
-    for (int c = 0; c < kBlocks; ++c)
-      sc[c] = _cvtsh_ss(reinterpret_cast<const BlockQ8_0*>(row)[d0 / kQK + size_t(c)].d);
-    __m512 b[NG][kBlocks];
-    for (int g = 0; g < NG; ++g)
-      for (int c = 0; c < kBlocks; ++c) b[g][c] = _mm512_set1_ps(p[size_t(g) * ld + size_t(j)] * sc[c]);
-    for (int i = 0; i < NV; ++i) {
-      const __m512 x = load16(row, d0 + 16 * size_t(i));
-      for (int g = 0; g < NG; ++g) acc[g][i] = _mm512_fmadd_ps(b[g][i / 2], x, acc[g][i]);
+  alignas(64) float w[NG][kBlocks][kKvTileRows];
+  for (int t = 0; t < n; t += kKvTileRows) {
+    const uint8_t* tile = v + size_t(t) * row_stride;
+    for (int c = 0; c < kBlocks; ++c) {
+      const __m512 d = _mm512_maskz_cvtph_ps(
+          0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + tile_scale_at(d0 / kQK + size_t(c), 0))));
+      for (int g = 0; g < NG; ++g) {
+        const __m512 pg = _mm512_loadu_ps(p + size_t(g) * ld + size_t(t));
+        const __mmask16 live = _mm512_cmp_ps_mask(pg, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        _mm512_store_ps(w[g][c], _mm512_maskz_mul_ps(live, pg, d));
+      }
+    }
+    for (int j = 0; j < kKvTileRows; ++j) {
+      const uint8_t* row = tile + v_tile_row_at(head_dim, j) + d0;
+      for (int i = 0; i < NV; ++i) {
+        const __m512 x = load16(row + 16 * size_t(i));
+        for (int g = 0; g < NG; ++g) acc[g][i] = _mm512_fmadd_ps(_mm512_set1_ps(w[g][i / 2][j]), x, acc[g][i]);
+      }
     }
   }
   for (int g = 0; g < NG; ++g)

@@ -1,7 +1,7 @@
 // The walks over K that the SIMD score kernels share (attention_avx2.cpp,
 // attention_avx512.cpp): f32 and f16 rows in tiles of NR rows, the K and V
 // rows ahead prefetched, the last rows padded; a q8_0 K's tiles
-// (k_tiles.h) one after another. Templates only, called with each file's
+// (kv_tiles.h) one after another. Templates only, called with each file's
 // own tile lambda, so every instance belongs to one file and is built for
 // its ISA.
 #pragma once
@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 #include "kernels/tile_count.h"
 
 namespace kvlab::kernels {
@@ -60,12 +60,12 @@ template <int NG, int NR, class Tile>
 // A tiled K's n positions from the tile at k, for each pass of up to
 // kAttnHeadsPerPass query heads: tile.template operator()<NG>(the pass's q,
 // a tile, the pass's scores at the tile's first position). No software
-// prefetch (k_tiles.h says why).
+// prefetch (kv_tiles.h says why).
 template <class Tile>
 [[gnu::always_inline]] inline void walk_k_tiles(const void* q, size_t q_stride, int group, const uint8_t* k,
                                                 size_t row_stride, int n, float* s, size_t ld, Tile&& tile) {
   for_each_tile<kAttnHeadsPerPass>(size_t(group), [&]<int NG>(size_t g0) {
-    for (int j = 0; j < n; j += kKTileRows)
+    for (int j = 0; j < n; j += kKvTileRows)
       tile.template operator()<NG>(static_cast<const uint8_t*>(q) + g0 * q_stride, k + size_t(j) * row_stride,
                                    s + g0 * ld + size_t(j));
   });

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 
 namespace kvlab::kv {
 
@@ -92,9 +92,9 @@ void Cache::unmap(int seq) {
 // The KV types are activation formats too (f32, f16, q8_0), so the active
 // ISA's activation converter writes them: the same bytes as the scalar
 // codec, without its per-element f16 rounding in software (~2% of a decode
-// step in perf). K goes into its block's tile, which starts at the block's
-// first row.
-static_assert(Cache::kBlockTokens == kernels::kKTileRows, "a block's K rows are one tile");
+// step in perf). K and V go into their block's tiles, which start at the
+// block's first row.
+static_assert(Cache::kBlockTokens == kernels::kKvTileRows, "a block's K and V rows are one tile each");
 
 void Cache::store_k(int layer, int head, int seq, int pos, const float* src) {
   const int slot = pos % kBlockTokens;
@@ -102,7 +102,8 @@ void Cache::store_k(int layer, int head, int seq, int pos, const float* src) {
 }
 
 void Cache::store_v(int layer, int head, int seq, int pos, const float* src) {
-  kernels::store_v(type_, v(layer, head, seq, pos), 0, src, head_dim_);
+  const int slot = pos % kBlockTokens;
+  kernels::store_v(type_, v(layer, head, seq, pos - slot), slot, src, head_dim_);
 }
 
 }  // namespace kvlab::kv

@@ -28,7 +28,7 @@
 // Element type f32, f16 or q8_0 (--kv-type): f16 halves the bytes decode
 // reads, q8_0 (32-element blocks, 34 bytes) nearly halves them again. For
 // q8_0 every head must be whole blocks (head_dim % 32 == 0), and each
-// block's K rows are one position-minor tile (kernels/k_tiles.h).
+// block's K rows and V rows are one tile each (kernels/kv_tiles.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -89,9 +89,9 @@ class Cache {
   // Unmaps every block of the sequence and empties it.
   void unmap(int seq);
 
-  // Where the row of KV head `head` for (layer, seq, pos) starts (for a
-  // tiled K, the row's place in its block); the position's block must be
-  // mapped.
+  // Where the row of KV head `head` for (layer, seq, pos) starts (in a
+  // tiled type, the row's place in its block); the position's block must
+  // be mapped.
   uint8_t* k(int layer, int head, int seq, int pos) { return row(k_, layer, head, seq, pos); }
   uint8_t* v(int layer, int head, int seq, int pos) { return row(v_, layer, head, seq, pos); }
   // Row 0 of physical block 0 of a layer's KV head: attention walks blocks
@@ -101,8 +101,8 @@ class Cache {
 
   // Stores one head's head_dim f32 values of K or V for (layer, seq, pos),
   // converted to the cache type and laid out as attention reads them
-  // (kernels/k_tiles.h: a q8_0 cache's K rows are position-minor tiles of
-  // the 16 positions of a block). The position's block must be mapped.
+  // (kernels/kv_tiles.h: a q8_0 cache keeps the 16 positions of a block in
+  // one K tile and one V tile). The position's block must be mapped.
   void store_k(int layer, int head, int seq, int pos, const float* src);
   void store_v(int layer, int head, int seq, int pos, const float* src);
 

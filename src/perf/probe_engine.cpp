@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/huge_buffer.h"
 #include "kernels/attention.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/rows8.h"

@@ -3,6 +3,7 @@
 // on: paged == contiguous and split chunks == one thread, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -10,7 +11,7 @@
 #include "common/isa.h"
 #include "common/random.h"
 #include "kernels/attention.h"
-#include "kernels/k_tiles.h"
+#include "kernels/kv_tiles.h"
 #include "kernels/thread_pool.h"
 
 namespace kvlab::kernels {
@@ -23,7 +24,7 @@ using test::IsaGuard;
 using test::randn;
 
 // n_pos positions of n_kv KV heads, laid out as the cache does (each head's
-// rows one after another, a q8_0 K in tiles: kernels/k_tiles.h, with room
+// rows one after another, a q8_0 K in tiles: kernels/kv_tiles.h, with room
 // for whole tiles), K and V from a seeded normal distribution.
 struct KvRows {
   DType type;
@@ -35,7 +36,7 @@ struct KvRows {
       : type(t),
         head_dim(hd),
         head_bytes(*tensor::row_bytes(t, hd)),
-        region(head_bytes * size_t((n_pos + kKTileRows - 1) / kKTileRows * kKTileRows)) {
+        region(head_bytes * size_t((n_pos + kKvTileRows - 1) / kKvTileRows * kKvTileRows)) {
     const auto& info = tensor::dtype_info(t);
     const size_t n = size_t(n_pos) * size_t(n_kv);
     k.resize(region * size_t(n_kv));
@@ -167,7 +168,7 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
       for (auto [first, n_pos] :
            {std::pair{1, 2}, {5, 100}, {127, 300}, {128, 300}, {129, n_ctx}, {250, 260}, {16, 100}, {240, 399}}) {
         attend(q.data(), group, kv.view(1), first, n_pos, hd, 0.125f, scratch.data(), win.data());
-        if (!k_tiled(t) || first % kKTileRows == 0) {
+        if (!kv_tiled(t) || first % kKvTileRows == 0) {
           KvView shifted = kv.view(1);
           shifted.k += size_t(first) * kv.head_bytes;
           shifted.v += size_t(first) * kv.head_bytes;
@@ -186,6 +187,39 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
         attend_batch({&item, 1}, group, hd, 0.125f, pool, as);
         EXPECT_EQ(split, win) << "split window " << first << ".." << n_pos;
       }
+    }
+  }
+}
+
+// A tiled K and V (q8_0) are read whole tiles at a time, so attention also
+// reads the slots of a tile outside the positions it attends: slots past
+// n_pos and, in a window, before `first`. They may hold anything (a pooled
+// cache reuses blocks), here NaN scales and quants: the result is the same
+// bits as with clean tiles, for every ISA.
+TEST(Attention, TiledSlotsOutsideTheRangeAreNeverUsed) {
+  const size_t hd = 64;
+  const int n_kv = 1, group = 3, n_ctx = 160;
+  const KvRows clean(DType::Q8_0, hd, n_ctx, n_kv, 17);
+  const auto q = randn(size_t(group) * hd, 2, 1.f);
+  std::vector<float> scratch(attn_scratch_floats(group, hd)), want(size_t(group) * hd), got(want.size());
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    for (auto [first, n_pos] : {std::pair{0, 21}, {5, 100}, {35, 130}, {0, n_ctx}}) {
+      KvRows dirty = clean;
+      std::vector<tensor::BlockQ8_0> nan_row(hd / tensor::kQK);
+      for (auto& b : nan_row) {
+        b.d = 0x7e00;  // an f16 NaN
+        std::fill(std::begin(b.qs), std::end(b.qs), int8_t(127));
+      }
+      const size_t tile = size_t(kKvTileRows) * dirty.head_bytes;
+      for (int pos = 0; pos < n_ctx; ++pos)
+        if (pos < first || pos >= n_pos) {
+          tile_put(true, dirty.k.data() + size_t(pos / kKvTileRows) * tile, pos % kKvTileRows, nan_row.data(), hd);
+          tile_put(false, dirty.v.data() + size_t(pos / kKvTileRows) * tile, pos % kKvTileRows, nan_row.data(), hd);
+        }
+      attend(q.data(), group, clean.view(0), first, n_pos, hd, 0.2f, scratch.data(), want.data());
+      attend(q.data(), group, dirty.view(0), first, n_pos, hd, 0.2f, scratch.data(), got.data());
+      EXPECT_EQ(got, want) << isa_name(isa) << " window " << first << ".." << n_pos;
     }
   }
 }
@@ -242,7 +276,7 @@ TEST(Attention, OneHotKeysSelectTheirValue) {
       const size_t hd = 32, n = 5;  // one q8_0 block per row
       const auto& info = tensor::dtype_info(t);
       const size_t row = *tensor::row_bytes(t, hd);
-      std::vector<uint8_t> k(size_t(kKTileRows) * row), v(k.size());  // one tile
+      std::vector<uint8_t> k(size_t(kKvTileRows) * row), v(k.size());  // one tile
       for (size_t j = 0; j < n; ++j) {
         std::vector<float> kr(hd, 0.f), vr(hd);
         kr[j] = 1.f;

@@ -1,0 +1,61 @@
+// Where one position's K and V live in a KV head's run of rows, per KV type.
+//
+// f32 and f16: rows, position p at k0 + p * head_bytes (V likewise).
+// q8_0: tiles of kKvTileRows positions, K position-minor, V with its scales
+// grouped. A tile takes the bytes its 16 rows would (16 * 34 bytes per 32
+// elements), at the address of its first row, so the KV cache's blocks
+// (kv::Cache::kBlockTokens positions) and views (kernels::KvView) address it
+// as they address rows. Inside, for head_dim D (a multiple of 32), both:
+//   scales  f16  d[D/32][16]        block b of slot s at (b*16 + s) * 2
+// (the scales take D bytes), then
+//   K: quants int8 q[D/4][16][4]    elements 4c .. 4c+3 of slot s at D + (c*16 + s) * 4
+//   V: quants int8 q[16][D]         slot s's row at D + s * D
+// Why K: a decode step's scores are one dot product per position, and with
+// a row per position every dot ends in a horizontal sum and a scalar block
+// scale per position. Here 4 elements of 16 positions are one 64-byte
+// vector: one vpdpbusd per head adds 4 dimensions of all 16 scores, the
+// lanes are the positions, and the 16 block scales of a block are one
+// vector. At position 2048 the q8_0 scores took a third of a decode step's
+// attention with rows (perf on attend_batch q8_0).
+// Why V: P·V weighs each position's row by p times the row's block scale,
+// one multiply per head and block; with 16 scales in a vector these are
+// vector multiplies ahead of the loop, and the loop's multiply-adds take
+// their weights straight from memory.
+// The kernels read the tiles in order without software prefetch: the
+// hardware prefetchers follow the two streams, and the 34 prefetches per
+// tile that the row kernels issue (attention_rows.h) made the tiled score
+// kernel slower from DRAM than the row kernel it replaced. One decode
+// step's attention at 2048 positions (bench/micro_attention.cpp,
+// attend_batch q8_0 layers:90, AVX-512, medians of 7 alternating rounds):
+// K rows 5.10 ms, K tiles with prefetch 5.69 ms, without 3.89 ms.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/blocks.h"
+#include "tensor/dtype.h"
+
+namespace kvlab::kernels {
+
+inline constexpr int kKvTileRows = 16;
+
+constexpr bool kv_tiled(tensor::DType t) { return t == tensor::DType::Q8_0; }
+
+inline size_t tile_scale_at(size_t block, int slot) { return (block * kKvTileRows + size_t(slot)) * 2; }
+inline size_t k_tile_quad_at(size_t head_dim, size_t quad, int slot) {
+  return head_dim + (quad * kKvTileRows + size_t(slot)) * 4;
+}
+inline size_t v_tile_row_at(size_t head_dim, int slot) { return head_dim + size_t(slot) * head_dim; }
+
+// Slot `slot` of a K or V tile from and into q8_0 blocks (head_dim / 32).
+void tile_put(bool key, uint8_t* tile, int slot, const tensor::BlockQ8_0* row, size_t head_dim);
+void tile_get(bool key, const uint8_t* tile, int slot, tensor::BlockQ8_0* row, size_t head_dim);
+
+// Converts head_dim floats (the active ISA's activation converter: the
+// scalar codec's bytes) and stores them as position `pos` of a run of one
+// KV head's K (or V) rows from k0, laid out as above. A tiled run starts at
+// a tile and holds whole tiles.
+void store_k(tensor::DType t, uint8_t* k0, int pos, const float* src, size_t head_dim);
+void store_v(tensor::DType t, uint8_t* v0, int pos, const float* src, size_t head_dim);
+
+}  // namespace kvlab::kernels
