@@ -1,8 +1,8 @@
 // AVX-512 VNNI attention pieces for a q8_0 KV cache (see attention.h): the
 // scores of K's position-minor tiles as integer dot products in vpdpbusd,
-// 16 positions per instruction, and the P·V sums in 512-bit
-// registers, 64 dimensions of a head at once. The f32 and f16 pieces and the
-// softmax are the AVX2 set's.
+// 16 positions per instruction, and the P·V sums over V's tiles as int16
+// dot products in vpdpwssd, two positions per instruction, 64 dimensions of
+// a head at once. The f32 and f16 pieces and the softmax are the AVX2 set's.
 //
 // Why: a decode step at a long position streams the KV cache from DRAM, and
 // with the AVX2 pieces a q8_0 cache, half the bytes of f16, took nearly as
@@ -104,20 +104,34 @@ void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, co
 
 // ---- P·V ------------------------------------------------------------------------
 // o_g[d0 .. d0+16*NV) += sum_j w_gj v_j[d0 ..) for NG heads over V tiles
-// (kv_tiles.h), the NG x NV accumulators in zmm registers across all n rows
-// (NG*NV <= 16 of the 32). A row's weight is its probability times its
-// block scale: per tile, the weights of its 16 rows are vector multiplies
-// (a zero p gives a zero weight, whatever the row holds), and each row's
-// multiply-adds take them broadcast from memory. With rows, each weight was
-// a scalar multiply and a broadcast in the loop. (The same loop over f16
-// rows was no faster than the AVX2 one: attend/f16/pos:1024 12.2 -> 12.6 us;
-// their int8 rows cost two conversions per 8 elements on AVX2.)
+// (kv_tiles.h), w = p times the row's block scale, as integer dot products
+// over pairs of positions: vpdpwssd adds w_j v_j + w_j+1 v_j+1 for 16
+// dimensions in one instruction, half the multiply-adds of f32 (which ran
+// at the FMA units' limit: 12 per position for 3 heads of 64).
+// Per tile, head and block, the 16 weights become int16 against the tile's
+// largest, u = round(w * 32767 / w_max): a weight is off by at most 2^-16 of
+// w_max, finer than an f16 weight (2^-11 relative, llama.cpp's P·V for an
+// f16 V). A zero p gives a zero weight whatever the row holds. The integer
+// sums stay below 16 * 32767 * 127 < 2^31 and join the f32 accumulators
+// once per tile, times w_max / 32767.
 // The zero-masked forms with every lane on are the same instructions; the
 // plain intrinsics start from _mm512_undefined_*, which GCC 12 reports as
 // maybe uninitialized.
-inline __m512 load16(const uint8_t* q) {
-  return _mm512_maskz_cvtepi32_ps(
-      0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+//
+// 16 dimensions of rows a and b, interleaved (a0 b0 a1 b1 ..) as int16.
+inline __m512i pair16(const uint8_t* a, const uint8_t* b) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+  const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  const __m256i xy = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(x, y)), _mm_unpackhi_epi8(x, y), 1);
+  return _mm512_maskz_cvtepi8_epi16(~__mmask32(0), xy);
+}
+
+// The largest of 16 floats.
+inline float max16(__m512 x) {
+  __m256 m = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, x, 0), _mm512_maskz_extractf32x8_ps(0xff, x, 1));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
 }
 
 template <int NG, int NV>
@@ -127,7 +141,8 @@ void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_st
   __m512 acc[NG][NV];
   for (int g = 0; g < NG; ++g)
     for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_loadu_ps(o + size_t(g) * head_dim + d0 + 16 * size_t(i));
-  alignas(64) float w[NG][kBlocks][kKvTileRows];
+  alignas(64) int16_t u[NG][kBlocks][kKvTileRows];
+  float unit[NG][kBlocks];
   for (int t = 0; t < n; t += kKvTileRows) {
     const uint8_t* tile = v + size_t(t) * row_stride;
     for (int c = 0; c < kBlocks; ++c) {
@@ -135,17 +150,32 @@ void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_st
           0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + tile_scale_at(d0 / kQK + size_t(c), 0))));
       for (int g = 0; g < NG; ++g) {
         const __m512 pg = _mm512_loadu_ps(p + size_t(g) * ld + size_t(t));
-        const __mmask16 live = _mm512_cmp_ps_mask(pg, _mm512_setzero_ps(), _CMP_NEQ_UQ);
-        _mm512_store_ps(w[g][c], _mm512_maskz_mul_ps(live, pg, d));
+        const __m512 w = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(pg, _mm512_setzero_ps(), _CMP_NEQ_UQ), pg, d);
+        const float w_max = max16(w);  // >= 0: p >= 0 and a q8_0 scale is amax / 127
+        const float to_int = w_max > 0.f ? 32767.f / w_max : 0.f;
+        const __m512i q = _mm512_maskz_cvtps_epi32(0xffff, _mm512_mul_ps(w, _mm512_set1_ps(to_int)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u[g][c]), _mm512_maskz_cvtsepi32_epi16(0xffff, q));
+        unit[g][c] = w_max / 32767.f;
       }
     }
-    for (int j = 0; j < kKvTileRows; ++j) {
-      const uint8_t* row = tile + v_tile_row_at(head_dim, j) + d0;
+    __m512i sum[NG][NV];
+    for (int g = 0; g < NG; ++g)
+      for (int i = 0; i < NV; ++i) sum[g][i] = _mm512_setzero_si512();
+    for (int j = 0; j < kKvTileRows; j += 2) {
+      const uint8_t* r0 = tile + v_tile_row_at(head_dim, j) + d0;
+      const uint8_t* r1 = r0 + head_dim;
       for (int i = 0; i < NV; ++i) {
-        const __m512 x = load16(row + 16 * size_t(i));
-        for (int g = 0; g < NG; ++g) acc[g][i] = _mm512_fmadd_ps(_mm512_set1_ps(w[g][i / 2][j]), x, acc[g][i]);
+        const __m512i x = pair16(r0 + 16 * size_t(i), r1 + 16 * size_t(i));
+        for (int g = 0; g < NG; ++g) {
+          int32_t uu;
+          std::memcpy(&uu, &u[g][i / 2][j], 4);
+          sum[g][i] = _mm512_dpwssd_epi32(sum[g][i], x, _mm512_set1_epi32(uu));
+        }
       }
     }
+    for (int g = 0; g < NG; ++g)
+      for (int i = 0; i < NV; ++i)
+        acc[g][i] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sum[g][i]), _mm512_set1_ps(unit[g][i / 2]), acc[g][i]);
   }
   for (int g = 0; g < NG; ++g)
     for (int i = 0; i < NV; ++i) _mm512_storeu_ps(o + size_t(g) * head_dim + d0 + 16 * size_t(i), acc[g][i]);

@@ -92,6 +92,13 @@ std::vector<double> reference(const std::vector<float>& q, int group, const KvRo
   return out;
 }
 
+// How far a kernel may be from the double-precision reference, absolute and
+// relative: f32 sums in another order, 2e-5 for up to 300 positions. The
+// AVX-512 P·V of a q8_0 V rounds each weight to int16 against the largest
+// of its tile (attention_avx512.cpp): up to 2^-16 of it per weight, ~1e-4
+// of the output over the 16 rows of a peaked tile (observed: 4e-5).
+double attn_tolerance(DType t, Isa isa) { return t == DType::Q8_0 && isa == Isa::Avx512 ? 1e-4 : 2e-5; }
+
 TEST(Attention, MatchesDoublePrecisionReference) {
   const int n_kv = 2, head = 1;
   for (DType t : {DType::F32, DType::F16, DType::Q8_0})
@@ -108,8 +115,9 @@ TEST(Attention, MatchesDoublePrecisionReference) {
             for (Isa isa : available_isas()) {
               IsaGuard guard(isa);
               attend(q.data(), group, kv.view(head), 0, n_pos, hd, scale, scratch.data(), out.data());
+              const double tol = attn_tolerance(t, isa);
               for (size_t i = 0; i < out.size(); ++i)
-                ASSERT_NEAR(out[i], want[i], 2e-5 + 2e-5 * std::abs(want[i]))
+                ASSERT_NEAR(out[i], want[i], tol + tol * std::abs(want[i]))
                     << tensor::dtype_info(t).name << " hd " << hd << " G " << group << " n_pos " << n_pos << " "
                     << isa_name(isa) << " i " << i;
             }
@@ -178,8 +186,9 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
                 << tensor::dtype_info(t).name << " " << isa_name(isa) << " window " << first << ".." << n_pos;
         } else {
           const auto want = reference(q, group, kv, 1, n_kv, n_pos, 0.125f, first);
+          const double tol = attn_tolerance(t, isa);
           for (size_t i = 0; i < win.size(); ++i)
-            ASSERT_NEAR(win[i], want[i], 2e-5 + 2e-5 * std::abs(want[i]))
+            ASSERT_NEAR(win[i], want[i], tol + tol * std::abs(want[i]))
                 << tensor::dtype_info(t).name << " " << isa_name(isa) << " window " << first << ".." << n_pos;
         }
         std::vector<float> split(win.size());
