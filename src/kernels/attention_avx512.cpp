@@ -195,13 +195,9 @@ void accumulate_heads(const float* p, size_t ld, const uint8_t* v, size_t row_st
 
 void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n,
                      size_t head_dim, float* o) {
-  for (int g0 = 0; g0 < group; g0 += kAttnHeadsPerPass) {
-    const float* pg = p + size_t(g0) * ld;
-    float* og = o + size_t(g0) * head_dim;
-    with_tile_count<kAttnHeadsPerPass>(size_t(group - g0), [&]<int NG>() {
-      accumulate_heads<NG>(pg, ld, v, row_stride, n, head_dim, og);
-    });
-  }
+  for_each_tile<kAttnHeadsPerPass>(size_t(group), [&]<int NG>(size_t g0) {
+    accumulate_heads<NG>(p + g0 * ld, ld, v, row_stride, n, head_dim, o + g0 * head_dim);
+  });
 }
 
 }  // namespace

@@ -84,53 +84,52 @@ inline void load_nibbles(const uint8_t* runs, __m256i w[8]) {
   }
 }
 
-struct DScale {
-  __m256 d;
+// The two kinds of block header and float term: d alone (q4_0, q5_0, q8_0,
+// against q8_0 activation blocks) and d with m (q4_1, q5_1, against q8_1,
+// whose activation sums the m term needs).
+struct DScaled {
+  using A = BlockQ8_0;
+  struct Scales {
+    __m256 d;
+  };
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
+  // float(sumi) * (d_w*d_x) + acc, one rounding (the reference's std::fma).
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
+    return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs)), acc);
+  }
 };
-struct DMScale {
-  __m256 d, m;
-};
-// float(sumi) * (d_w*d_x) + acc, one rounding (the reference's std::fma).
-inline __m256 accumulate_d(__m256 acc, __m256 sum, const DScale& s, const float* xs) {
-  return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs)), acc);
-}
-// float(sumi) * (d_w*d_x) + (m_w*s_x + acc).
-inline __m256 accumulate_dm(__m256 acc, __m256 sum, const DMScale& s, const float* xs) {
-  const __m256 dd = _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs));
-  return _mm256_fmadd_ps(sum, dd, _mm256_fmadd_ps(s.m, _mm256_broadcast_ss(xs + 1), acc));
-}
-
-struct Q4_1Vnni {
+struct DMScaled {
   using A = BlockQ8_1;
-  using Scales = DMScale;
+  struct Scales {
+    __m256 d, m;
+  };
+  static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
+  // float(sumi) * (d_w*d_x) + (m_w*s_x + acc).
+  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
+    const __m256 dd = _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs));
+    return _mm256_fmadd_ps(sum, dd, _mm256_fmadd_ps(s.m, _mm256_broadcast_ss(xs + 1), acc));
+  }
+};
+
+struct Q4_1Vnni : DMScaled {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_1);
   static constexpr int kBias = 0;
   static void load(const uint8_t* blk, __m256i w[8]) { load_nibbles(blk + 32, w); }
-  static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_dm(acc, sum, s, xs); }
 };
 
-struct Q4_0Vnni {
-  using A = BlockQ8_0;
-  using Scales = DScale;
+struct Q4_0Vnni : DScaled {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_0);
   static constexpr int kBias = 8;
   static void load(const uint8_t* blk, __m256i w[8]) { load_nibbles(blk + 16, w); }
-  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_d(acc, sum, s, xs); }
 };
 
-struct Q8_0Vnni {
-  using A = BlockQ8_0;
-  using Scales = DScale;
+struct Q8_0Vnni : DScaled {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ8_0);
   static constexpr int kBias = 128;
   static void load(const uint8_t* blk, __m256i w[8]) {
     const __m256i flip = _mm256_set1_epi8(char(0x80));
     for (int i = 0; i < 8; ++i) w[i] = _mm256_xor_si256(load32(blk + 16 + 32 * i), flip);
   }
-  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_d(acc, sum, s, xs); }
 };
 
 // q5_0 / q5_1: the run after the headers holds row r's 32 fifth bits in lane
@@ -157,24 +156,16 @@ inline void load_q5(const uint8_t* blk, __m256i w[8]) {
   }
 }
 
-struct Q5_0Vnni {
-  using A = BlockQ8_0;
-  using Scales = DScale;
+struct Q5_0Vnni : DScaled {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_0);
   static constexpr int kBias = 16;
   static void load(const uint8_t* blk, __m256i w[8]) { load_q5<16>(blk, w); }
-  static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_d(acc, sum, s, xs); }
 };
 
-struct Q5_1Vnni {
-  using A = BlockQ8_1;
-  using Scales = DMScale;
+struct Q5_1Vnni : DMScaled {
   static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ5_1);
   static constexpr int kBias = 0;
   static void load(const uint8_t* blk, __m256i w[8]) { load_q5<32>(blk, w); }
-  static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
-  static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) { return accumulate_dm(acc, sum, s, xs); }
 };
 
 // q4_k x q8_k (the super-block layout: dot_kquants_avx2.cpp): each 32-byte
