@@ -66,7 +66,7 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
   const size_t sc_floats = any_rows8 ? rows8_scale_floats(cols) : 0;
   if (scratch.act_scales.size() < sc_floats * n_tokens) scratch.act_scales.resize(sc_floats * n_tokens);
   float* scales = scratch.act_scales.data();
-  pool.run(n_tokens, [&](size_t t, int) {
+  pool.for_each(n_tokens, [&](size_t t, int) {
     k0.quantize_act(x + t * cols, act + t * act_bytes, cols);
     if (any_rows8) rows8_act_scales(k0.act, act + t * act_bytes, cols, scales + t * sc_floats);
   });

@@ -8,6 +8,7 @@
 namespace kvlab::kernels {
 
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out) {
+  if (active_isa() >= Isa::Avx2) return avx2::rmsnorm(x, weight, n, eps, out);
   double ss = 0;
   // Squares rounded to float, summed in double: the order GGML uses, so the
   // normalised activations (and their 8-bit quantization) match llama.cpp.

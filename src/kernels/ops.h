@@ -1,7 +1,8 @@
 // Element-wise and row-wise ops of the transformer layer. Scalar code the
-// compiler vectorises, except silu_mul, whose e^x it cannot: that one has an
-// AVX2 version (ops_avx2.cpp), used when the CPU has it. They are a small
-// share of the time next to matmul.
+// compiler vectorises, except silu_mul, whose e^x it cannot, and rmsnorm,
+// whose double sum it may not reorder: those have AVX2 versions
+// (ops_avx2.cpp), used when the CPU has it. They are a small share of the
+// time next to matmul.
 #pragma once
 #include <cstddef>
 
@@ -9,8 +10,10 @@ namespace kvlab::kernels {
 
 // RMSNorm (Zhang & Sennrich 2019): out = x / sqrt(mean(x²) + eps) * weight.
 // The sum of squares is accumulated in double, as GGML does, so long rows
-// lose no precision. `out` may alias `x`.
+// lose no precision. `out` may alias `x`. The AVX2 version (ops_avx2.cpp)
+// sums in another order; the tests hold it to the scalar one within 2 ulp.
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);
+namespace avx2 { void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out); }
 
 // Rotary position embedding (Su et al. 2021, RoFormer) on one head vector of
 // `head_dim` floats at position `pos`, rotating the first `rope_dim` dims.

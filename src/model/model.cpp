@@ -58,14 +58,14 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   const Config& c = cfg_;
   const size_t T = batch.size(), E = size_t(c.n_embd), hd = size_t(c.head_dim);
   const size_t qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
-  pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
   const kernels::MatmulOut qkv[] = {{&l.wq, ws.q.data()}, {&l.wk, ws.k.data()}, {&l.wv, ws.v.data()}};
   matmul(qkv, ws.xn.data(), T, pool, ws.mm);
 
   // Biases (qwen2), RoPE on every query and key head, then append K and V
   // to the cache.
   const bool neox = c.rope_order == RopeOrder::NeoX;
-  pool.run(T, [&](size_t t, int) {
+  pool.for_each(T, [&](size_t t, int) {
     if (c.qkv_bias) {
       kernels::add(&ws.q[t * qd], l.bq.data(), qd);
       kernels::add(&ws.k[t * kvd], l.bk.data(), kvd);
@@ -124,7 +124,7 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
 void Model::add_residual(const std::vector<float>& post_norm, size_t T, Workspace& ws,
                          kernels::ThreadPool& pool) const {
   const size_t E = size_t(cfg_.n_embd);
-  pool.run(T, [&](size_t t, int) {
+  pool.for_each(T, [&](size_t t, int) {
     if (!post_norm.empty()) kernels::rmsnorm(&ws.xn[t * E], post_norm.data(), E, cfg_.rms_eps, &ws.xn[t * E]);
     kernels::add(&ws.x[t * E], &ws.xn[t * E], E);
   });
@@ -133,10 +133,10 @@ void Model::add_residual(const std::vector<float>& post_norm, size_t T, Workspac
 void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool) const {
   const Config& c = cfg_;
   const size_t E = size_t(c.n_embd), F = size_t(c.n_ff);
-  pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
   const kernels::MatmulOut gate_up[] = {{&l.w_gate, ws.gate.data()}, {&l.w_up, ws.up.data()}};
   matmul(gate_up, ws.xn.data(), T, pool, ws.mm);
-  pool.run(T, [&](size_t t, int) {
+  pool.for_each(T, [&](size_t t, int) {
     if (c.ffn_act == FfnAct::GeluTanh) kernels::gelu_mul(&ws.gate[t * F], &ws.up[t * F], F);
     else kernels::silu_mul(&ws.gate[t * F], &ws.up[t * F], F);
   });
@@ -176,7 +176,7 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
                     std::to_string(e.seq) + ", the most its KV cache was sized for");
   }
 
-  pool.run(T, [&](size_t t, int) {
+  pool.for_each(T, [&](size_t t, int) {
     float* x = &ws.x[t * E];
     kernels::dequantize_row(w_.token_embd, size_t(batch[t].token), x);
     if (c.scale_embeddings) {
@@ -203,7 +203,7 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
   }
   if (n_out > 0) matmul(w_.output, ws.xn.data(), n_out, logits, pool, ws.mm);
   if (const float cap = c.final_logit_softcap; cap > 0.f && n_out > 0) {
-    pool.run(n_out, [&](size_t t, int) {
+    pool.for_each(n_out, [&](size_t t, int) {
       float* row = logits + t * size_t(c.n_vocab);
       for (int i = 0; i < c.n_vocab; ++i) row[i] = cap * std::tanh(row[i] / cap);
     });

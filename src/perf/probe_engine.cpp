@@ -56,7 +56,7 @@ constexpr size_t kGemmDim = 1024, kGemmTokens = 64;
 constexpr int kAttnPrefillTokens = 64, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
 // Element-wise ops of a layer, per token, at a llama width (d 1024, d_ff 2816,
 // 16 + 4 heads of 64): 2 RMSNorms, RoPE on q and k, SiLU·up, 2 residual adds,
-// one pool job each over 64 tokens, as the engine runs them.
+// one pool job each over 64 tokens (ThreadPool::for_each), as the engine runs them.
 constexpr size_t kEwDim = 1024, kEwFf = 2816, kEwHeads = 20, kEwHeadDim = 64, kEwTokens = 64;
 
 std::atomic<uint64_t> g_evict_sink{0};  // keeps evict()'s reads
@@ -219,14 +219,14 @@ double measure_elementwise(kernels::ThreadPool& pool, const Timer& timer) {
   std::vector<float> gain(d, 1.0f), cs(kEwHeadDim);
   kernels::rope_table(100, kEwHeadDim, 10000.0f, cs.data());
   auto job = [&] {
-    pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&x[t * d], gain.data(), d, 1e-5f, &xn[t * d]); });
-    pool.run(T, [&](size_t t, int) {
+    pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&x[t * d], gain.data(), d, 1e-5f, &xn[t * d]); });
+    pool.for_each(T, [&](size_t t, int) {
       for (size_t h = 0; h < kEwHeads; ++h) kernels::rope(&heads[t * qk + h * kEwHeadDim], kEwHeadDim, cs.data(), false);
     });
-    pool.run(T, [&](size_t t, int) { kernels::add(&x[t * d], &xn[t * d], d); });
-    pool.run(T, [&](size_t t, int) { kernels::rmsnorm(&x[t * d], gain.data(), d, 1e-5f, &xn[t * d]); });
-    pool.run(T, [&](size_t t, int) { kernels::silu_mul(&gate[t * ff], &up[t * ff], ff); });
-    pool.run(T, [&](size_t t, int) { kernels::add(&x[t * d], &xn[t * d], d); });
+    pool.for_each(T, [&](size_t t, int) { kernels::add(&x[t * d], &xn[t * d], d); });
+    pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&x[t * d], gain.data(), d, 1e-5f, &xn[t * d]); });
+    pool.for_each(T, [&](size_t t, int) { kernels::silu_mul(&gate[t * ff], &up[t * ff], ff); });
+    pool.for_each(T, [&](size_t t, int) { kernels::add(&x[t * d], &xn[t * d], d); });
   };
   job();
   const double flops = double(T) * (2 * 4.0 * d + 3.0 * kEwHeadDim * kEwHeads + 5.0 * ff + 2.0 * d);
