@@ -6,7 +6,7 @@
 //   attend/<kv type>/pos:<n>/<isa>
 //   attend/<kv type>/pos:1024/group:<G>          (best ISA; G query heads per KV head)
 //   attend_step/<kv type>/pos:<n>/layers:<L>   (best ISA)
-//   attend_batch/<kv type>/pos:2048/layers:<L>/threads:2/<isa>
+//   attend_batch/<kv type>/pos:<100|2048>/layers:<L>/threads:2/<isa>
 //
 // attend_step is one decode step's attention on one thread: all 3 KV heads
 // of L layers, each layer's K and V in its own buffer, head-major as in the
@@ -152,15 +152,16 @@ int register_all() {
       benchmark::RegisterBenchmark(name.c_str(), BM_attend_step, kv, 2048, layers);
     }
   for (DType kv : {DType::F16, DType::Q8_0})
-    for (int layers : {30, 90})
-      for (kernels::Isa isa : available_isas()) {
-        if (isa == kernels::Isa::Scalar) continue;
-        const std::string name = "attend_batch/" + dtype_name(kv) + "/pos:2048/layers:" + std::to_string(layers) +
-                                 "/threads:2/" + kernels::isa_name(isa);
-        benchmark::RegisterBenchmark(name.c_str(), BM_attend_batch, kv, 2048, layers, 2, isa)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
-      }
+    for (int n_pos : {100, 2048})
+      for (int layers : {30, 90})
+        for (kernels::Isa isa : available_isas()) {
+          if (isa == kernels::Isa::Scalar) continue;
+          const std::string name = "attend_batch/" + dtype_name(kv) + "/pos:" + std::to_string(n_pos) +
+                                   "/layers:" + std::to_string(layers) + "/threads:2/" + kernels::isa_name(isa);
+          benchmark::RegisterBenchmark(name.c_str(), BM_attend_batch, kv, n_pos, layers, 2, isa)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
   for (DType kv : {DType::F16, DType::F32, DType::Q8_0})
     for (int n : {128, 1024, 4096})
       for (kernels::Isa isa : available_isas()) {
