@@ -198,12 +198,26 @@ ParamCount param_count(const model::Config& c) {
   return n;
 }
 
-double matmul_rows(const model::Config& c) {
-  const double d = c.n_embd, ff = c.n_ff, qd = c.q_dim(), kvd = c.kv_dim();
-  return double(c.n_layer) * (qd + 2.0 * kvd + d + 2.0 * ff + d) + double(c.n_vocab);
+std::array<MatmulJob, 5> matmul_jobs(const model::Config& c) {
+  const double L = c.n_layer, d = c.n_embd, ff = c.n_ff, qd = c.q_dim(), kvd = c.kv_dim();
+  return {{{{Op::Q, Op::K, Op::V}, 3, L * (qd + 2.0 * kvd), L},
+           {{Op::O}, 1, L * d, L},
+           {{Op::Gate, Op::Up}, 2, L * 2.0 * ff, L},
+           {{Op::Down}, 1, L * d, L},
+           {{Op::LmHead}, 1, double(c.n_vocab), 1.0}}};
 }
 
-double matmul_calls(const model::Config& c) { return 4.0 * double(c.n_layer) + 1.0; }
+double matmul_rows(const model::Config& c) {
+  double rows = 0;
+  for (const MatmulJob& j : matmul_jobs(c)) rows += j.rows;
+  return rows;
+}
+
+double matmul_calls(const model::Config& c) {
+  double calls = 0;
+  for (const MatmulJob& j : matmul_jobs(c)) calls += j.calls;
+  return calls;
+}
 
 double weight_memory_bytes(const model::Config& c, double weight_bytes) {
   const ParamCount n = param_count(c);

@@ -100,14 +100,20 @@ struct ParamCount {
 };
 ParamCount param_count(const model::Config& c);
 
-// Weight rows one pass multiplies by (the output features of every matrix:
-// q, k, v, o, gate, up, down per layer, then the LM head): a one-token matmul
-// computes one dot product, and pays one row's fixed cost, per row.
+// The matmul jobs of a pass as the engine runs them, each paying a fixed
+// start and tail (Efficiency::call_s): one per group of matrices that share
+// an input (model/model.cpp: Q, K and V; O; gate and up; down) in every
+// layer, then the LM head. `rows` is the weight rows (output features) the
+// job multiplies by: a one-token matmul computes one dot product, and pays
+// one row's fixed cost, per row. `calls` counts its jobs over all layers.
+struct MatmulJob {
+  std::array<Op, 3> ops;
+  size_t n_ops;
+  double rows, calls;
+};
+std::array<MatmulJob, 5> matmul_jobs(const model::Config& c);
+// Their sums: L·(q + 2·kv + d + 2·f + d) + V rows, 4·L + 1 calls.
 double matmul_rows(const model::Config& c);
-// Matmul jobs one pass runs, each paying a fixed start and tail (Efficiency::
-// call_s): 4 per layer and the LM head. The engine multiplies matrices that
-// share an input in one job (model/model.cpp: Q, K and V; gate and up), so
-// a layer's 7 matrices are 4 jobs.
 double matmul_calls(const model::Config& c);
 
 // Bytes the weights occupy in memory: matrices at `weight_bytes` each, norm

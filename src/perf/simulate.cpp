@@ -68,13 +68,31 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   PassTime t;
   t.flops = all.flops;
   t.bytes = cost.dram_bytes();
-  // The engine runs the dense ops and attention as separate kernels, one
-  // after the other, so each group is bound by its own roof and the pass
-  // takes the sum (a single max over the whole pass would let attention's
-  // FLOPs hide under the weights' bytes).
-  const double dense_compute = (all.flops - attn_flops - ew_flops) / m.flops + ew_flops / m.elementwise_rate();
-  const double dense_memory =
-      all.weight_bytes / m.bytes_per_s + matmul_rows(c) * m.row_s + matmul_calls(c) * m.call_s;
+  // The engine runs every matmul job, the element-wise ops and attention one
+  // after the other, so each job is bound by its own roof and the pass takes
+  // the sum: a single max over the pass would let one job's bytes hide under
+  // another's FLOPs (a prefill's LM head, one token's logits, streams the
+  // whole vocabulary's weights while the layers before it were
+  // compute-bound), and attention's FLOPs under the weights' bytes.
+  // The weight bytes outside the matmuls (the embedding rows looked up, norm
+  // gains) are read by the element-wise jobs.
+  double other_bytes = all.weight_bytes;
+  double dense_compute = ew_flops / m.elementwise_rate(), dense_memory = 0, dense = 0;
+  for (const MatmulJob& job : matmul_jobs(c)) {
+    double flops = 0, bytes = 0;
+    for (size_t i = 0; i < job.n_ops; ++i) {
+      flops += cost[job.ops[i]].flops;
+      bytes += cost[job.ops[i]].weight_bytes;
+    }
+    other_bytes -= bytes;
+    const double compute = flops / m.flops, memory = bytes / m.bytes_per_s + job.rows * m.row_s + job.calls * m.call_s;
+    dense += std::max(compute, memory);
+    dense_compute += compute;
+    dense_memory += memory;
+  }
+  const double other_memory = std::max(0.0, other_bytes) / m.bytes_per_s;
+  dense += std::max(ew_flops / m.elementwise_rate(), other_memory);
+  dense_memory += other_memory;
   // The engine's attention tasks (kernels::attend_batch), handed out
   // dynamically: one per (token, KV head); a batch with fewer than 2 per
   // thread splits each into chunks of kernels::kAttnChunk positions. The
@@ -88,7 +106,7 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   const double attn_compute =
       attn_flops / (one_token ? m.attention_decode_rate() : m.attention_rate()) * (attn_flops > 0 ? tail : 1.0);
   const double attn_memory = all.kv_bytes / m.bytes_per_s;
-  t.dense_s = std::max(dense_compute, dense_memory);
+  t.dense_s = dense;
   t.attention_s = std::max(attn_compute, attn_memory);
   t.compute_s = dense_compute + attn_compute;
   t.memory_s = dense_memory + attn_memory;

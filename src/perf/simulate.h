@@ -1,20 +1,21 @@
 // The analytical simulator: the time of every forward pass of a generation,
 // with and without the KV cache, on catalog hardware, from perf::Cost and a
-// roofline with explicit efficiencies, one roofline per group of kernels that
-// run one after the other:
+// roofline with explicit efficiencies, one roofline per kernel (or group of
+// kernels) that runs after the one before:
 //
-//   t(pass) = max(matmul FLOPs / (peak · eff_compute)
-//                   + element-wise FLOPs / (fp32 peak · eff_elementwise),
-//                 weight bytes / (peak_bw · eff_bandwidth) + weight rows · row_s
-//                   + matmuls · call_s)
+//   t(pass) = sum over matmul jobs j (perf::matmul_jobs) of
+//               max(FLOPs_j / (peak · eff_compute),
+//                   weight bytes_j / (peak_bw · eff_bandwidth) + rows_j · row_s + calls_j · call_s)
+//           + max(element-wise FLOPs / (fp32 peak · eff_elementwise),
+//                 other weight bytes (embedding rows, norm gains) / (peak_bw · eff_bandwidth))
 //           + max(attention FLOPs / (attention peak · eff_attention) · tail,
 //                 KV bytes / (peak_bw · eff_bandwidth))
 //           + n_layer · layer_overhead
 //
-// The first group ("dense": matmuls, norms, RoPE, SiLU, residuals) carries
-// the weights; the second (attention over the context: scores, softmax, the
-// weighted sum of V) the KV cache traffic. eff_attention is the one-token
-// (decode) figure for passes of one token per sequence. `tail` is the
+// The "dense" time is the first two lines: matmuls, norms, RoPE, SiLU,
+// residuals, with the weights; attention over the context (scores, softmax,
+// the weighted sum of V) carries the KV cache traffic. eff_attention is the
+// one-token (decode) figure for passes of one token per sequence. `tail` is the
 // slowest thread's share of the (token, head) tasks of an engine that splits
 // attention that way (1 where the thread count is unknown). The defaults and
 // why they are what they are, and where "this" machine's efficiencies come
@@ -119,7 +120,7 @@ struct PassTime {
   double bytes = 0;        // weights + KV
   double compute_s = 0;    // the compute terms of both groups
   double memory_s = 0;     // bytes / machine.bytes_per_s + rows · row_s + matmuls · call_s
-  double dense_s = 0;      // the dense group's roofline time
+  double dense_s = 0;      // the matmul jobs' and element-wise ops' roofline times
   double attention_s = 0;  // the attention group's
   double overhead_s = 0;   // n_layer · layer_overhead
   double seconds = 0;      // dense_s + attention_s + overhead_s
