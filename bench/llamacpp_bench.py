@@ -17,7 +17,8 @@ Method (kept the same as `kvlab bench`, src/engine/bench.cpp, and llama-bench):
     n_ubatch 512, KV f16 (--kv-type), flash attention off (--flash-attn on),
     n_threads = n_threads_batch = -t, a ggml threadpool attached with poll 50
     (llama-bench's defaults);
-  - a warm-up: one whole untimed repetition;
+  - a warm-up: untimed repetitions for at least 0.5 s (at least one), as
+    kvlab bench does;
   - each repetition: clear the KV memory, fill `depth` positions (untimed),
     then time the pp batch (one llama_decode of n_prompt tokens, split by
     n_batch) or n_gen single-token llama_decode calls, then llama_synchronize;
@@ -190,7 +191,10 @@ def run(args) -> dict:
         C.llama_synchronize(ctx)
         return time.perf_counter() - t0
 
-    once()  # warm-up: page in the weights, settle the clocks (as kvlab bench)
+    warm0 = time.perf_counter()  # warm-up: page in the weights, settle the clocks (as kvlab bench)
+    once()
+    while time.perf_counter() - warm0 < 0.5:
+        once()
     n_timed = args.n_prompt if args.n_prompt > 0 else args.n_gen
     tok_s = [n_timed / once() for _ in range(args.reps)]
     mean = sum(tok_s) / len(tok_s)

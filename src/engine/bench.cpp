@@ -55,7 +55,16 @@ BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const
   const int n_vocab = m.config().n_vocab;
   const double n_timed = t.n_prompt > 0 ? t.n_prompt : t.n_gen;
 
-  run_once(s, t, n_vocab);  // warm-up: page in the weights, settle the clocks
+  // Warm-up: page in the weights, settle the clocks, wake the pool. One run
+  // is not enough for short tests: right after the model is loaded, the
+  // first timed pp32 repetitions of a process sometimes ran at half speed
+  // (558, 820, 1110 then ~1310 tok/s; 4 processes of `-p 32 -r 10` in 10,
+  // 2026-12-01 on this project's 2-vCPU VM), which 10 repetitions do not
+  // average away. So it lasts at least kWarmupSeconds.
+  constexpr double kWarmupSeconds = 0.5;
+  const auto warm0 = Clock::now();
+  do run_once(s, t, n_vocab);
+  while (seconds_since(warm0) < kWarmupSeconds);
   BenchResult r;
   r.test = t;
   Trace all;
