@@ -45,6 +45,10 @@ class ThreadPool {
   template <class F>
   void for_each(size_t n, const F& fn) {
     const size_t tasks = std::min(n, kRunsPerThread * size_t(n_threads_));
+    if (tasks <= 1 || n_threads_ == 1) {  // e.g. a decode step's one token: no job, no std::function
+      for (size_t i = 0; i < n; ++i) fn(i, 0);
+      return;
+    }
     run(tasks, [&](size_t task, int thread) {
       for (size_t i = n * task / tasks, end = n * (task + 1) / tasks; i < end; ++i) fn(i, thread);
     });
