@@ -76,8 +76,9 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   // compute-bound), and attention's FLOPs under the weights' bytes.
   // The weight bytes outside the matmuls (the embedding rows looked up, norm
   // gains) are read by the element-wise jobs.
+  const double ew_compute = ew_flops / m.elementwise_rate();
   double other_bytes = all.weight_bytes;
-  double dense_compute = ew_flops / m.elementwise_rate(), dense_memory = 0, dense = 0;
+  double dense_compute = ew_compute, dense_memory = 0, dense = 0;
   for (const MatmulJob& job : matmul_jobs(c)) {
     double flops = 0, bytes = 0;
     for (size_t i = 0; i < job.n_ops; ++i) {
@@ -91,7 +92,7 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
     dense_memory += memory;
   }
   const double other_memory = std::max(0.0, other_bytes) / m.bytes_per_s;
-  dense += std::max(ew_flops / m.elementwise_rate(), other_memory);
+  dense += std::max(ew_compute, other_memory);
   dense_memory += other_memory;
   // The engine's attention tasks (kernels::attend_batch), handed out
   // dynamically: one per (token, KV head); a batch with fewer than 2 per
