@@ -62,9 +62,11 @@ inline __m256 load_halves8(const uint8_t* p) {
 }
 // Software prefetch this far ahead of the block in use, as the AVX2 kernels
 // do (rows8_avx2.h) but further: the 1 KiB measured best there (an AVX2 VM)
-// left decode here ~5-10% slower than 2, 4 or 8 KiB (default model, tg128,
-// 2 threads, 16 rounds of the four builds in rotation, 2026-12-01: 4 KiB
-// 1.056 and 1.094x the 1 KiB build's tok/s, paired medians; pp128 unchanged).
+// left decode here slower than 4 KiB (default model, tg128, 2 threads;
+// bench/alternate-bench over builds prefetching 1, 2, 4 and 8 KiB, 8
+// rounds, 2026-12-01: 4 KiB 1.081x the 1 KiB build's tok/s, every round
+// 1.02-1.16; 1.025x in a run whose first round had a compiler beside it;
+// 2 KiB 1.017 and 0.994, 8 KiB 1.047 and 1.009; pp128 unchanged).
 constexpr size_t kPrefetchAhead = 4096;
 inline void prefetch_ahead(const uint8_t* blk, size_t block_bytes) {
   for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
