@@ -25,6 +25,7 @@ struct BenchOptions {
   std::vector<std::string> kv_types{"f16"};
   int reps = 5;
   bool no_kv_cache = false;
+  bool profile_stages = false;
   std::string output = "md";
 };
 
@@ -42,6 +43,59 @@ std::string dtype_summary(const gguf::File& f) {
   std::string s;
   for (const auto& [name, count] : n) s += (s.empty() ? "" : ", ") + name + " x" + std::to_string(count);
   return s;
+}
+
+// Per stage, per pass: seconds, FLOPs and bytes, the achieved rates and,
+// with a probe profile, their share of its peaks: a matmul's compute against
+// the peak of the weights' arithmetic, the other stages' against fp32 FMA.
+nlohmann::json stages_json(const engine::StageProfile& p, const engine::Attribution& a) {
+  nlohmann::json j;
+  j["passes"] = p.passes;
+  j["pass_seconds"] = p.passes ? p.pass_seconds / p.passes : 0;
+  j["stages"] = nlohmann::json::array();
+  const double n = std::max(1, p.passes);
+  for (size_t s = 0; s < model::kStageCount; ++s) {
+    const engine::StageWork& w = p.stages[s];
+    nlohmann::json st;
+    st["stage"] = model::stage_name(model::Stage(s));
+    st["seconds"] = w.seconds / n;
+    st["share"] = p.pass_seconds > 0 ? w.seconds / p.pass_seconds : 0;
+    st["flops"] = w.flops / n;
+    st["bytes"] = w.bytes() / n;
+    st["gflop_s"] = w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0;
+    st["gb_s"] = w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0;
+    const bool matmul = engine::is_matmul(model::Stage(s));
+    const double peak = a.peaks ? (matmul ? a.peaks->flops : a.peaks->fp32_flops) : 0;
+    if (peak > 0 && a.peaks->bytes_per_s > 0 && w.seconds > 0) {
+      st["peak_kind"] = matmul ? a.peaks->flops_kind : "fp32 FMA";
+      st["pct_of_peak_compute"] = 100 * w.flops / w.seconds / peak;
+      st["pct_of_peak_bandwidth"] = 100 * w.bytes() / w.seconds / a.peaks->bytes_per_s;
+    }
+    j["stages"].push_back(st);
+  }
+  return j;
+}
+
+void print_stages(const nlohmann::json& r) {
+  const nlohmann::json& p = r["profile"];
+  const double unprofiled = r["seconds_per_pass"].get<double>();
+  std::printf("\n%s, %d threads, kv %s: %d passes with the stage clock on, %.3f ms per pass (%.3f ms without it)\n\n",
+              r["test"].get<std::string>().c_str(), r["threads"].get<int>(),
+              r["kv_cache"].get<bool>() ? r["kv_type"].get<std::string>().c_str() : "none", p["passes"].get<int>(),
+              p["pass_seconds"].get<double>() * 1e3, unprofiled * 1e3);
+  std::printf("| stage | us per pass | share | GFLOP/s | of peak compute | GB/s (weights + KV) | of peak bandwidth |\n");
+  std::printf("|---|--:|--:|--:|--:|--:|--:|\n");
+  auto peak = [](const nlohmann::json& st) { return st.contains("peak_kind") ? " " + st["peak_kind"].get<std::string>() : ""; };
+  auto pct = [](const nlohmann::json& st, const char* key) {
+    char buf[16] = "-";
+    if (st.contains(key)) std::snprintf(buf, sizeof buf, "%.0f%%", st[key].get<double>());
+    return std::string(buf);
+  };
+  for (const auto& st : p["stages"])
+    std::printf("| %s | %.1f | %.1f%% | %.1f | %s%s | %.2f | %s |\n", st["stage"].get<std::string>().c_str(),
+                st["seconds"].get<double>() * 1e6, 100 * st["share"].get<double>(), st["gflop_s"].get<double>(),
+                pct(st, "pct_of_peak_compute").c_str(), peak(st).c_str(), st["gb_s"].get<double>(),
+                pct(st, "pct_of_peak_bandwidth").c_str());
 }
 
 nlohmann::json row_json(const engine::BenchResult& r) {
@@ -63,6 +117,8 @@ nlohmann::json row_json(const engine::BenchResult& r) {
   j["achieved_gflop_s"] = w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0;
   j["achieved_gb_s"] = w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0;
   if (r.test.n_gen > 0) j["bytes_per_token"] = a.decode_bytes_per_token();
+  j["seconds_per_pass"] = w.passes ? w.seconds / w.passes : 0;
+  if (r.stages) j["profile"] = stages_json(*r.stages, a);
   const auto& v = r.test.n_prompt > 0 ? a.prefill_verdict : a.decode_verdict;
   if (v && a.peaks) {
     j["peak_gflop_s"] = a.peaks->flops / 1e9;
@@ -104,7 +160,7 @@ void bench(const BenchOptions& o) {
           for (const auto& test : tests) {
             std::fprintf(stderr, "kvlab bench: %s, %d threads, kv %s%s ...\n", test.name().c_str(), t, kv.c_str(),
                          o.no_kv_cache ? " (no KV cache)" : "");
-            nlohmann::json j = row_json(engine::run_bench(*m, test, o.reps, profile));
+            nlohmann::json j = row_json(engine::run_bench(*m, test, o.reps, profile, o.profile_stages));
             j["model"] = m->file().path();
             j["model_name"] = m->config().name;
             j["model_bytes"] = m->file().file_size();
@@ -159,6 +215,8 @@ void bench(const BenchOptions& o) {
                 r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
                 r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(), roof.c_str());
   }
+  for (const auto& r : out["results"])
+    if (r.contains("profile")) print_stages(r);
 }
 
 }  // namespace
@@ -178,6 +236,9 @@ void add_bench_command(CLI::App& root) {
   app->add_option("-t,--threads", o->threads, "thread counts (default: all cores)")->delimiter(',')
       ->check(CLI::Range(1, 1024));
   app->add_flag("--no-kv-cache", o->no_kv_cache, "recompute the whole sequence at every step");
+  app->add_flag("--profile", o->profile_stages,
+                "also time each stage of the forward pass (extra repetitions after the timed ones) and put it on "
+                "the roofline");
   app->add_option("--kv-type", o->kv_types, "KV cache types")->capture_default_str()->delimiter(',')
       ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app->add_option("-o,--output", o->output, "md, json or csv")->capture_default_str()

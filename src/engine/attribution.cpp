@@ -55,6 +55,7 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
   // Peaks scale with cores; the profile holds all-core figures.
   const double core_share = profile->threads > 0 ? std::min(1.0, double(threads) / profile->threads) : 1.0;
   pk.flops = (quantized ? profile->peak_int8_ops : profile->peak_fp32_flops) * core_share;
+  pk.fp32_flops = profile->peak_fp32_flops * core_share;
   pk.flops_kind = quantized ? "int8 dot" : "fp32 FMA";
   pk.bytes_per_s = bandwidth_at(*profile, threads);
   pk.source = "kvlab probe, " + profile->date;

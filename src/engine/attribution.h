@@ -30,6 +30,7 @@ struct PhaseWork {
 
 struct Peaks {
   double flops = 0;            // FLOP/s (or int8 op/s) of the arithmetic used
+  double fp32_flops = 0;       // fp32 FMA FLOP/s: attention and the element-wise ops run in fp32
   double bytes_per_s = 0;      // read bandwidth at this thread count
   std::string flops_kind;      // "int8 dot" or "fp32 FMA"
   std::string source;          // the profile path and date

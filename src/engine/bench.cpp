@@ -23,11 +23,13 @@ std::vector<int32_t> tokens(int n, int n_vocab, int offset) {
 }
 
 // One repetition; returns the timed seconds. The session's trace is cleared
-// after the untimed depth fill so it holds only the timed passes.
-double run_once(Session& s, const BenchTest& t, int n_vocab) {
+// after the untimed depth fill so it holds only the timed passes, and
+// `stage_times` (when non-null) collects over the same passes.
+double run_once(Session& s, const BenchTest& t, int n_vocab, model::StageTimes* stage_times = nullptr) {
   s.reset();
   if (t.depth > 0) s.prefill(tokens(t.depth, n_vocab, 0));
   s.trace().clear();
+  s.collect_stage_times(stage_times);
   const auto t0 = Clock::now();
   if (t.n_prompt > 0) {
     s.prefill(tokens(t.n_prompt, n_vocab, t.depth));
@@ -36,11 +38,14 @@ double run_once(Session& s, const BenchTest& t, int n_vocab) {
     if (t.depth == 0) s.prefill({ids.data(), 1});  // the first token has no cache to decode against
     for (int i = t.depth == 0 ? 1 : 0; i < t.n_gen; ++i) s.decode(ids[size_t(i)]);
   }
-  return seconds_since(t0);
+  const double seconds = seconds_since(t0);
+  s.collect_stage_times(nullptr);
+  return seconds;
 }
 }  // namespace
 
-BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const std::optional<perf::HwProfile>& profile) {
+BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const std::optional<perf::HwProfile>& profile,
+                      bool profile_stages) {
   if (reps < 1) throw Error("repetitions must be >= 1");
   const int needed = t.depth + std::max(t.n_prompt, t.n_gen);
   if (needed > m.config().n_ctx_train)
@@ -77,6 +82,15 @@ BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const
   for (double x : r.tok_s) var += (x - r.mean) * (x - r.mean);
   r.stddev = reps > 1 ? std::sqrt(var / (reps - 1)) : 0;
   r.roofline = attribute(all, m, s.cache().elem_bytes(), t.threads, profile);
+  if (profile_stages) {
+    model::StageTimes times;
+    Trace profiled;
+    for (int i = 0; i < reps; ++i) {
+      run_once(s, t, n_vocab, &times);
+      profiled.steps.insert(profiled.steps.end(), s.trace().steps.begin(), s.trace().steps.end());
+    }
+    r.stages = stage_profile(times, profiled, m, s.cache().elem_bytes());
+  }
   return r;
 }
 

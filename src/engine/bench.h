@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/attribution.h"
+#include "engine/stage_profile.h"
 #include "model/model.h"
 
 namespace kvlab::engine {
@@ -27,10 +28,13 @@ struct BenchResult {
   std::vector<double> tok_s;  // one per repetition
   double mean = 0, stddev = 0;
   Attribution roofline;       // summed over the repetitions
+  // With profile_stages: `reps` more repetitions, run after the timed ones
+  // with the stage clock on, so its reads never slow the tok/s above.
+  std::optional<StageProfile> stages;
 };
 
 // Throws kvlab::Error when the test does not fit the model's context.
 BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps,
-                      const std::optional<perf::HwProfile>& profile);
+                      const std::optional<perf::HwProfile>& profile, bool profile_stages = false);
 
 }  // namespace kvlab::engine

@@ -48,6 +48,9 @@ class Session {
   Trace& trace() { return trace_; }
   const Trace& trace() const { return trace_; }
   kernels::ThreadPool& pool() { return pool_; }
+  // Non-null: every forward pass from now on adds its per-stage wall times
+  // to `times` (model/stage_times.h); null stops it.
+  void collect_stage_times(model::StageTimes* times) { ws_.stage_times = times; }
 
  private:
   // Forwards history_[from..] at their positions (chunked by max_batch);

@@ -54,13 +54,15 @@ Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads)
 }
 
 void Model::attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
-                            Workspace& ws, kernels::ThreadPool& pool) const {
+                            Workspace& ws, kernels::ThreadPool& pool, StageClock& clock) const {
   const Config& c = cfg_;
   const size_t T = batch.size(), E = size_t(c.n_embd), hd = size_t(c.head_dim);
   const size_t qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
   pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  clock.mark(Stage::AttnNorm);
   const kernels::MatmulOut qkv[] = {{&l.wq, ws.q.data()}, {&l.wk, ws.k.data()}, {&l.wv, ws.v.data()}};
   matmul(qkv, ws.xn.data(), T, pool, ws.mm);
+  clock.mark(Stage::Qkv);
 
   // Biases (qwen2), RoPE on every query and key head, then append K and V
   // to the cache.
@@ -90,6 +92,7 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
       cache.store_v(layer, h, e.seq, e.pos, &ws.v[t * kvd + size_t(h) * hd]);
     }
   });
+  clock.mark(Stage::RopeStore);
 
   // Causal attention: token t at position p sees cache positions 0..p of its
   // sequence (in a local layer, the last swa_window of them). The G = n_head / n_head_kv query heads of KV head g are
@@ -115,9 +118,12 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
                                c.first_visible(layer, batch[t].pos)});
     }
   kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
+  clock.mark(Stage::Attention);
 
   matmul(l.wo, ws.att.data(), T, ws.xn.data(), pool, ws.mm);
+  clock.mark(Stage::O);
   add_residual(l.attn_post_norm, T, ws, pool);
+  clock.mark(Stage::Residual);
 }
 
 // x += out, or x += norm(out) when the layer has a post-norm (gemma3).
@@ -130,18 +136,24 @@ void Model::add_residual(const std::vector<float>& post_norm, size_t T, Workspac
   });
 }
 
-void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool) const {
+void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool,
+                      StageClock& clock) const {
   const Config& c = cfg_;
   const size_t E = size_t(c.n_embd), F = size_t(c.n_ff);
   pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  clock.mark(Stage::FfnNorm);
   const kernels::MatmulOut gate_up[] = {{&l.w_gate, ws.gate.data()}, {&l.w_up, ws.up.data()}};
   matmul(gate_up, ws.xn.data(), T, pool, ws.mm);
+  clock.mark(Stage::GateUp);
   pool.for_each(T, [&](size_t t, int) {
     if (c.ffn_act == FfnAct::GeluTanh) kernels::gelu_mul(&ws.gate[t * F], &ws.up[t * F], F);
     else kernels::silu_mul(&ws.gate[t * F], &ws.up[t * F], F);
   });
+  clock.mark(Stage::Activation);
   matmul(l.w_down, ws.gate.data(), T, ws.xn.data(), pool, ws.mm);
+  clock.mark(Stage::Down);
   add_residual(l.ffn_post_norm, T, ws, pool);
+  clock.mark(Stage::Residual);
 }
 
 void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspace& ws, kernels::ThreadPool& pool,
@@ -176,6 +188,7 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
                     std::to_string(e.seq) + ", the most its KV cache was sized for");
   }
 
+  StageClock clock(ws.stage_times);
   pool.for_each(T, [&](size_t t, int) {
     float* x = &ws.x[t * E];
     kernels::dequantize_row(w_.token_embd, size_t(batch[t].token), x);
@@ -187,9 +200,10 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
     kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd], c.rope_freq_scale);
     if (c.swa_window > 0) kernels::rope_table(batch[t].pos, rd, c.rope_theta_swa, &ws.rope_swa[t * rd]);
   });
+  clock.mark(Stage::Embedding);
   for (int i = 0; i < c.n_layer; ++i) {
-    attention_block(w_.layers[size_t(i)], i, batch, cache, ws, pool);
-    ffn_block(w_.layers[size_t(i)], T, ws, pool);
+    attention_block(w_.layers[size_t(i)], i, batch, cache, ws, pool, clock);
+    ffn_block(w_.layers[size_t(i)], T, ws, pool, clock);
   }
   for (int s = 0; s < cache.n_seq(); ++s) cache.set_used(s, filled[size_t(s)]);
 
@@ -208,6 +222,7 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
       for (int i = 0; i < c.n_vocab; ++i) row[i] = cap * std::tanh(row[i] / cap);
     });
   }
+  clock.mark(Stage::LmHead);
 }
 
 }  // namespace kvlab::model

@@ -13,6 +13,7 @@
 #include "kernels/thread_pool.h"
 #include "kv/cache.h"
 #include "model/config.h"
+#include "model/stage_times.h"
 #include "model/weights.h"
 
 namespace kvlab::model {
@@ -33,6 +34,8 @@ class Workspace {
  public:
   Workspace(const Config& cfg, int max_tokens, int n_ctx, int n_threads);
   int max_tokens() const { return max_tokens_; }
+  // Non-null: every forward pass adds its per-stage wall times here.
+  StageTimes* stage_times = nullptr;
 
  private:
   friend class Model;
@@ -75,8 +78,9 @@ class Model {
  private:
   Model(gguf::File file, Config cfg, Weights w) : file_(std::move(file)), cfg_(std::move(cfg)), w_(std::move(w)) {}
   void attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
-                       Workspace& ws, kernels::ThreadPool& pool) const;
-  void ffn_block(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool) const;
+                       Workspace& ws, kernels::ThreadPool& pool, StageClock& clock) const;
+  void ffn_block(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool,
+                 StageClock& clock) const;
   void add_residual(const std::vector<float>& post_norm, size_t n_tokens, Workspace& ws,
                     kernels::ThreadPool& pool) const;
 
