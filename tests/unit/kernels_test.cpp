@@ -445,6 +445,35 @@ TEST(Kernels, F16ConversionEqualsScalarCodecOnEveryIsa) {
   }
 }
 
+// The Q8_K activation quantizer of the K-quant dot products gives the scalar
+// codec's bytes on every ISA: random blocks, an all-zero one, the largest
+// magnitude twice with both signs (the first one sets the sign), a NaN and an
+// inf (d turns inf or NaN, the quants -128 and 0 as in the reference), and
+// a block whose largest magnitude is subnormal (-127 / max overflows to inf).
+TEST(Kernels, Q8_KQuantizationEqualsScalarCodecOnEveryIsa) {
+  const size_t kBlocks = 9;
+  std::vector<float> x = randn(kBlocks * tensor::kQK_K, 12, 2.0f);
+  float* blk[kBlocks];
+  for (size_t b = 0; b < kBlocks; ++b) blk[b] = x.data() + b * tensor::kQK_K;
+  std::fill_n(blk[1], tensor::kQK_K, 0.f);
+  blk[2][40] = -9.f, blk[2][200] = 9.f;
+  blk[3][17] = 9.f, blk[3][18] = -9.f;
+  blk[4][100] = std::numeric_limits<float>::quiet_NaN();
+  blk[5][7] = std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < tensor::kQK_K; ++i) blk[6][i] = (i % 3 ? 1e-45f : -0.f) * (i % 2 ? -1.f : 1.f);
+  blk[7][255] = -1e30f;
+  std::fill_n(blk[8], tensor::kQK_K, -0.f);
+  std::vector<tensor::BlockQ8_K> want(kBlocks);
+  tensor::quantize_row_q8_k(x.data(), want.data(), x.size());
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    std::vector<tensor::BlockQ8_K> got(kBlocks);
+    dot_kernel(DType::Q4_K).quantize_act(x.data(), got.data(), x.size());
+    for (size_t b = 0; b < kBlocks; ++b)
+      EXPECT_EQ(std::memcmp(&got[b], &want[b], sizeof(tensor::BlockQ8_K)), 0) << "block " << b << " " << isa_name(isa);
+  }
+}
+
 // Every ISA's silu_mul against the formula with std::exp in double, over
 // the range activations reach and beyond (the SIMD e^x clamps at ±87/88),
 // on a length with a tail.
