@@ -3,7 +3,7 @@
 // cpu().best() == Avx512, which requires VNNI.
 //
 // What VNNI changes is the rows-of-8 matmul (kernels/rows8.h: q4_0, q4_1,
-// q5_0, q5_1, q8_0, q4_k), where the prefill, the batched decode steps and
+// q5_0, q5_1, q8_0, q4_k, q6_k), where the prefill, the batched decode steps and
 // the LM head spend their time. The
 // AVX2 kernels multiply bytes with vpmaddubsw (u8 x s8 pairs summed into
 // int16), widen with vpmaddwd and add, and move the weights' signs onto the
@@ -28,7 +28,7 @@
 // lane, so every result equals it bit for bit, like the AVX2 kernels.
 //
 // Everything else is the AVX2 set's: activation quantization, the float
-// formats, Q5_K and Q6_K, and the row-major dot products, which the engine
+// formats, Q5_K, and the row-major dot products, which the engine
 // runs only with --mmap and for matrices that are not whole groups of 8
 // rows. (512-bit vectors bought nothing where they were tried on the Zen 4
 // cores this was measured on, which run 512-bit operations as two halves:
@@ -220,6 +220,85 @@ struct Q4_KVnni {
   }
 };
 
+// q6_k x q8_k (rows8.h's q6_k runs). A weight is q - 32 with q = its low
+// nibble | its bit pair << 4 in 0..63: vpdpbusd takes q unsigned, and the
+// -32 comes back through the activations' 16-sums, so sub-block j of a row
+// contributes sc_j * (dot_j - 32 * bsum_j), exact in int32 (at most
+// 256 * 128 * 32 * 127 < 2^31 in all), the reference's sumi. Half n of
+// the super-block, positions l = 0..31 in it: ql byte 64n + l holds elements
+// 128n + l (low nibble) and + 64 (high), ql byte 64n + 32 + l elements + 32
+// and + 96, and qh byte 32n + l their four bit pairs. 4 tokens per pass.
+struct Q6_KVnni {
+  static constexpr size_t kBlockBytes = 8 * sizeof(tensor::BlockQ6_K);
+  static constexpr size_t kLow = 16, kHigh = 16 + 32 * 32, kScales = 16 + 48 * 32;  // rows8.h
+  template <int NT>
+  static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i nibble = _mm256_set1_epi8(0x0f), pair = _mm256_set1_epi8(0x30);
+    for (size_t b = 0; b < n / tensor::kQK_K; ++b) {
+      const uint8_t* blk = group + b * kBlockBytes;
+      prefetch_ahead(blk, kBlockBytes);
+      const auto x = [&](int t) -> const tensor::BlockQ8_K& {
+        return reinterpret_cast<const tensor::BlockQ8_K*>(act + size_t(t) * a_stride)[b];
+      };
+      __m256i sumi[NT];
+      for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {  // l in [16h, 16h + 16): sub-blocks 8*half + 2k + h
+          __m256i dot[NT][4];
+#pragma GCC unroll 4
+          for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) dot[t][k] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+          for (int c = 4 * h; c < 4 * h + 4; ++c) {  // l = 4c .. 4c + 3
+            const __m256i a = load32(blk + kLow + 32 * (16 * half + c));
+            const __m256i a2 = load32(blk + kLow + 32 * (16 * half + 8 + c));
+            const __m256i hb = load32(blk + kHigh + 32 * (8 * half + c));
+            const __m256i w[4] = {
+                _mm256_or_si256(_mm256_and_si256(a, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 4), pair)),
+                _mm256_or_si256(_mm256_and_si256(a2, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 2), pair)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble), _mm256_and_si256(hb, pair)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a2, 4), nibble),
+                                _mm256_and_si256(_mm256_srli_epi16(hb, 2), pair))};
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 4
+              for (int k = 0; k < 4; ++k)
+                dot[t][k] = _mm256_dpbusd_epi32(dot[t][k], w[k], broadcast4(x(t).qs + 128 * half + 32 * k + 4 * c));
+          }
+#pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) {
+            const int sub = 8 * half + 2 * k + h;
+            // Row r's int8 scale of this sub-block, sign-extended in lane r.
+            const __m256i sc = _mm256_srai_epi32(
+                _mm256_sll_epi32(load32(blk + kScales + 32 * (sub / 4)), _mm_cvtsi32_si128(24 - 8 * (sub % 4))), 24);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; ++t) {
+              const __m256i centred = _mm256_sub_epi32(dot[t][k], _mm256_set1_epi32(32 * x(t).bsums[sub]));
+              sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(centred, sc));
+            }
+          }
+        }
+      // The reference's (d * d_x) * float(sumi), added to the row's sum.
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      for (int t = 0; t < NT; ++t)
+        acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(x(t).d)), _mm256_cvtepi32_ps(sumi[t])));
+    }
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
+  }
+};
+
+void q6_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
+                float* y, size_t y_stride) {
+  with_tile_count<4>(n_tokens, [&]<int NT>() {
+    Q6_KVnni::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
+  });
+}
+
 void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
                 float* y, size_t y_stride) {
   with_tile_count<4>(n_tokens, [&]<int NT>() {
@@ -290,6 +369,7 @@ const DotKernel* find(DType w) {
   static const DotKernel q5_0 = with_rows8(DType::Q5_0, rows8<Q5_0Vnni>, 8);
   static const DotKernel q5_1 = with_rows8(DType::Q5_1, rows8<Q5_1Vnni>, 8);
   static const DotKernel q4_k = with_rows8(DType::Q4_K, q4_k_rows8, 4);
+  static const DotKernel q6_k = with_rows8(DType::Q6_K, q6_k_rows8, 4);
   switch (w) {
     case DType::Q4_0: return &q4_0;
     case DType::Q4_1: return &q4_1;
@@ -297,6 +377,7 @@ const DotKernel* find(DType w) {
     case DType::Q5_0: return &q5_0;
     case DType::Q5_1: return &q5_1;
     case DType::Q4_K: return &q4_k;
+    case DType::Q6_K: return &q6_k;
     default: return avx2::find(w);
   }
 }
