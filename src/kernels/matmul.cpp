@@ -79,6 +79,11 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
   for (size_t m = 0; m < outs.size(); ++m) {
     starts[m + 1] = starts[m] + (outs[m].w->rows + kUnitRows - 1) / kUnitRows * kUnitRows;
     kernels[m] = &dot_kernel(outs[m].w->dtype);
+    // Re-laid out under a kernel set that has the rows-of-8 kernel, run under
+    // one that lacks it (the ISA changed after loading: only tests do that).
+    if (outs[m].w->layout == Layout::Rows8 && kernels[m]->rows8 == nullptr)
+      throw Error(std::string("matmul: a rows-of-8 ") + std::string(tensor::dtype_info(outs[m].w->dtype).name) +
+                  " matrix, and no rows-of-8 kernel for it at this ISA");
   }
   auto run_rows = [&](size_t r0, size_t r1, size_t t0, size_t t1) {
     for (size_t m = 0; m < outs.size(); ++m) {
