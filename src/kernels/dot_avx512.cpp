@@ -3,7 +3,7 @@
 // cpu().best() == Avx512, which requires VNNI.
 //
 // What VNNI changes is the rows-of-8 matmul (kernels/rows8.h: q4_0, q4_1,
-// q5_0, q5_1, q8_0, q4_k, q6_k), where the prefill, the batched decode steps and
+// q5_0, q5_1, q8_0, q4_k, q5_k, q6_k), where the prefill, the batched decode steps and
 // the LM head spend their time. The
 // AVX2 kernels multiply bytes with vpmaddubsw (u8 x s8 pairs summed into
 // int16), widen with vpmaddwd and add, and move the weights' signs onto the
@@ -28,7 +28,7 @@
 // lane, so every result equals it bit for bit, like the AVX2 kernels.
 //
 // Everything else is the AVX2 set's: activation quantization, the float
-// formats, Q5_K, and the row-major dot products, which the engine
+// formats, and the row-major dot products, which the engine
 // runs only with --mmap and for matrices that are not whole groups of 8
 // rows. (512-bit vectors bought nothing where they were tried on the Zen 4
 // cores this was measured on, which run 512-bit operations as two halves:
@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/dot.h"
 #include "kernels/q4_k_rows8.h"
@@ -174,16 +175,27 @@ struct Q5_1Vnni : DMScaled {
   static void load(const uint8_t* blk, __m256i w[8]) { load_q5<32>(blk, w); }
 };
 
-// q4_k x q8_k (the super-block layout: dot_kquants_avx2.cpp): each 32-byte
-// run of quants is unpacked once for all NT tokens; vpdpbusd gives each
-// token's sub-block sums as int32 lanes directly (the AVX2 kernel adds
+// q4_k and q5_k x q8_k (the super-block layout: dot_kquants_avx2.cpp): each
+// 32-byte run of quants is unpacked once for all NT tokens; vpdpbusd gives
+// each token's sub-block sums as int32 lanes directly (the AVX2 kernel adds
 // eight vpmaddubsw results in int16, then widens), which are then scaled
 // and finished exactly as there (q4_k_rows8.h). 4 tokens per pass: their
 // two sums per sub-block pair, totals and accumulators with the scales and
-// minimums fill the 32 registers.
-struct Q4_KVnni {
-  static constexpr size_t kBlockBytes = 8 * sizeof(tensor::BlockQ4_K);
-  static constexpr size_t kScales = 32, kQuants = 32 + 3 * 32;
+// minimums fill the 32 registers. q5_k's fifth bits (after the scales: run
+// c holds qh bytes 4c..4c+3 of each row) go to bit 4 of each quant: bit 2j
+// of qh[l] for element 64j + l, bit 2j + 1 for element 64j + 32 + l.
+// Bit `from` of each byte of v moved to bit 4, the rest cleared.
+inline __m256i bit_to_4(__m256i v, int from) {
+  const __m256i b4 = _mm256_set1_epi8(0x10);
+  if (from <= 4) return _mm256_and_si256(_mm256_sll_epi16(v, _mm_cvtsi32_si128(4 - from)), b4);
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(from - 4)), b4);
+}
+
+template <class Block>
+struct Q45_KVnni {
+  static constexpr bool kFifth = std::is_same_v<Block, tensor::BlockQ5_K>;
+  static constexpr size_t kBlockBytes = 8 * sizeof(Block);
+  static constexpr size_t kScales = 32, kHigh = 32 + 3 * 32, kQuants = kHigh + (kFifth ? 8 * 32 : 0);
   template <int NT>
   static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
     __m256 acc[NT];
@@ -203,7 +215,12 @@ struct Q4_KVnni {
         for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
         for (int c = 0; c < 8; ++c) {
           const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
-          const __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          if constexpr (kFifth) {
+            const __m256i qh = load32(blk + kHigh + 32 * c);
+            wl = _mm256_or_si256(wl, bit_to_4(qh, 2 * j));
+            wh = _mm256_or_si256(wh, bit_to_4(qh, 2 * j + 1));
+          }
           for (int t = 0; t < NT; ++t) {
             lo[t] = _mm256_dpbusd_epi32(lo[t], wl, broadcast4(x(t).qs + 64 * j + 4 * c));
             hi[t] = _mm256_dpbusd_epi32(hi[t], wh, broadcast4(x(t).qs + 64 * j + 32 + 4 * c));
@@ -299,10 +316,12 @@ void q6_k_rows8(const void* group, const void* act, size_t a_stride, const float
   });
 }
 
-void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
-                float* y, size_t y_stride) {
+template <class Block>
+void q45_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
+                 float* y, size_t y_stride) {
   with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Q4_KVnni::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
+    Q45_KVnni<Block>::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride,
+                                       n, y, y_stride);
   });
 }
 
@@ -368,7 +387,8 @@ const DotKernel* find(DType w) {
   static const DotKernel q8_0 = with_rows8(DType::Q8_0, rows8<Q8_0Vnni>, 8);
   static const DotKernel q5_0 = with_rows8(DType::Q5_0, rows8<Q5_0Vnni>, 8);
   static const DotKernel q5_1 = with_rows8(DType::Q5_1, rows8<Q5_1Vnni>, 8);
-  static const DotKernel q4_k = with_rows8(DType::Q4_K, q4_k_rows8, 4);
+  static const DotKernel q4_k = with_rows8(DType::Q4_K, q45_k_rows8<BlockQ4_K>, 4);
+  static const DotKernel q5_k = with_rows8(DType::Q5_K, q45_k_rows8<BlockQ5_K>, 4);
   static const DotKernel q6_k = with_rows8(DType::Q6_K, q6_k_rows8, 4);
   switch (w) {
     case DType::Q4_0: return &q4_0;
@@ -377,6 +397,7 @@ const DotKernel* find(DType w) {
     case DType::Q5_0: return &q5_0;
     case DType::Q5_1: return &q5_1;
     case DType::Q4_K: return &q4_k;
+    case DType::Q5_K: return &q5_k;
     case DType::Q6_K: return &q6_k;
     default: return avx2::find(w);
   }

@@ -14,8 +14,8 @@ namespace {
 // for q5_0 / q5_1 first the 4 bytes of fifth bits), moved in runs of 4. The
 // headers lead every GGUF block but q6_k's, whose d comes last.
 struct BlockShape {
-  size_t halves;  // q8_0, q4_0, q5_0, q6_k: 1 (d); q4_1, q5_1: 2 (d, m); q4_k: 2 (d, dmin)
-  size_t quants;  // the rest: 32 for q8_0, 16 for q4_0/q4_1, 20 for q5_*, 140 for q4_k, 208 for q6_k
+  size_t halves;  // q8_0, q4_0, q5_0, q6_k: 1 (d); q4_1, q5_1: 2 (d, m); q4_k, q5_k: 2 (d, dmin)
+  size_t quants;  // the rest: 32 for q8_0, 16 for q4_0/q4_1, 20 for q5_0/q5_1, 140 for q4_k, 172 for q5_k, 208 for q6_k
   bool header_last;
   // Where the headers and the quants start in a GGUF block.
   size_t src_header() const { return header_last ? quants : 0; }
@@ -24,7 +24,8 @@ struct BlockShape {
 
 BlockShape block_shape(tensor::DType t) {
   const tensor::DTypeInfo& info = tensor::dtype_info(t);
-  const size_t halves = t == tensor::DType::Q4_1 || t == tensor::DType::Q5_1 || t == tensor::DType::Q4_K ? 2 : 1;
+  const size_t halves =
+      t == tensor::DType::Q4_1 || t == tensor::DType::Q5_1 || t == tensor::DType::Q4_K || t == tensor::DType::Q5_K ? 2 : 1;
   return {halves, info.block_bytes - 2 * halves, t == tensor::DType::Q6_K};
 }
 

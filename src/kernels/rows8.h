@@ -22,7 +22,8 @@
 // 16+4c..): the GGUF byte unchanged. For q5_0 and q5_1 the first run holds
 // the rows' 32-bit words of fifth bits, one row per lane, then the nibbles.
 // A q4_k block is a 256-weight super-block: its 12 scale bytes make the first
-// three runs, then its 128 quant bytes (dot_kquants_avx2.cpp). A q6_k block
+// three runs, then its 128 quant bytes (dot_kquants_avx2.cpp); a q5_k
+// block has its 32 bytes of fifth bits (8 runs) between the two. A q6_k block
 // (d last in GGUF, first here) has 52 runs: its 128 bytes of low nibbles
 // (runs 0-31), 64 of high bit pairs (32-47), 16 int8 scales (48-51).
 #pragma once

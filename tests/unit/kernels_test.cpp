@@ -200,7 +200,7 @@ TEST(Matmul, SharedInputEqualsSeparateCalls) {
 TEST(Rows8, EqualsScalarReferenceBitwise) {
   for (Isa isa : available_isas()) {
     IsaGuard guard(isa);
-    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q6_K, DType::F16}) {
+    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F16}) {
       const auto& info = tensor::dtype_info(t);
       const DotKernel& ref = dot_kernel(t, Isa::Scalar);
       const size_t per_block = std::max<size_t>(1, info.block_size / tensor::kQK);  // K-quants: 256-wide blocks
@@ -247,7 +247,7 @@ TEST(Rows8, EqualsScalarReferenceBitwise) {
 // the format allows: the rows-of-8 kernels add several vpmaddubsw results in
 // int16 before widening, and this is where a sum that did not fit would wrap
 // (the random weights above stay far from it). `high`: every quant at its
-// top (q8_0 +127, q4 15, q5 31; q4_k scales and mins 63); otherwise at its
+// top (q8_0 +127, q4 15, q5 31; q4_k and q5_k scales and mins 63); otherwise at its
 // bottom (q8_0 -128, and 0, which is -8 / -16 in q4_0 / q5_0). q6_k: quants
 // 63 (31 after the -32) with scales 127, or 0 (-32) with scales -128, the
 // largest sums its int32 lanes hold.
@@ -266,14 +266,14 @@ void fill_extreme(DType t, uint8_t* p, size_t bytes, bool high) {
   for (size_t off = 0; off < bytes; off += info.block_bytes) {
     uint16_t* h = reinterpret_cast<uint16_t*>(p + off);  // every block starts with d (then m or dmin)
     h[0] = d;
-    if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K) h[1] = m;
+    if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K) h[1] = m;
   }
 }
 
 TEST(Rows8, ExtremeQuantsEqualScalarReferenceBitwise) {
   for (Isa isa : available_isas()) {
     IsaGuard guard(isa);
-    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q6_K}) {
+    for (DType t : {DType::Q4_1, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
       const auto& info = tensor::dtype_info(t);
       const DotKernel& ref = dot_kernel(t, Isa::Scalar);
       if (dot_kernel(t).rows8 == nullptr) continue;
