@@ -41,6 +41,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/q4_k_rows8.h"
+#include "kernels/q6_k_rows8.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
 
@@ -237,25 +238,17 @@ struct Q45_KVnni {
   }
 };
 
-// q6_k x q8_k (rows8.h's q6_k runs). A weight is q - 32 with q = its low
-// nibble | its bit pair << 4 in 0..63: vpdpbusd takes q unsigned, and the
-// -32 comes back through the activations' 16-sums, so sub-block j of a row
-// contributes sc_j * (dot_j - 32 * bsum_j), exact in int32 (at most
-// 256 * 128 * 32 * 127 < 2^31 in all), the reference's sumi. Half n of
-// the super-block, positions l = 0..31 in it: ql byte 64n + l holds elements
-// 128n + l (low nibble) and + 64 (high), ql byte 64n + 32 + l elements + 32
-// and + 96, and qh byte 32n + l their four bit pairs. 4 tokens per pass.
+// q6_k x q8_k (rows8.h's q6_k runs; the arithmetic: q6_k_rows8.h). Each
+// sub-block's 4 runs give one vpdpbusd chain per token; 4 tokens per pass.
 struct Q6_KVnni {
-  static constexpr size_t kBlockBytes = 8 * sizeof(tensor::BlockQ6_K);
-  static constexpr size_t kLow = 16, kHigh = 16 + 32 * 32, kScales = 16 + 48 * 32;  // rows8.h
   template <int NT>
   static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
+    namespace q6 = q6_k_rows8;
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i nibble = _mm256_set1_epi8(0x0f), pair = _mm256_set1_epi8(0x30);
     for (size_t b = 0; b < n / tensor::kQK_K; ++b) {
-      const uint8_t* blk = group + b * kBlockBytes;
-      prefetch_ahead(blk, kBlockBytes);
+      const uint8_t* blk = group + b * q6::kBlockBytes;
+      prefetch_ahead(blk, q6::kBlockBytes);
       const auto x = [&](int t) -> const tensor::BlockQ8_K& {
         return reinterpret_cast<const tensor::BlockQ8_K*>(act + size_t(t) * a_stride)[b];
       };
@@ -272,15 +265,8 @@ struct Q6_KVnni {
             for (int k = 0; k < 4; ++k) dot[t][k] = _mm256_setzero_si256();
 #pragma GCC unroll 4
           for (int c = 4 * h; c < 4 * h + 4; ++c) {  // l = 4c .. 4c + 3
-            const __m256i a = load32(blk + kLow + 32 * (16 * half + c));
-            const __m256i a2 = load32(blk + kLow + 32 * (16 * half + 8 + c));
-            const __m256i hb = load32(blk + kHigh + 32 * (8 * half + c));
-            const __m256i w[4] = {
-                _mm256_or_si256(_mm256_and_si256(a, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 4), pair)),
-                _mm256_or_si256(_mm256_and_si256(a2, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 2), pair)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble), _mm256_and_si256(hb, pair)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a2, 4), nibble),
-                                _mm256_and_si256(_mm256_srli_epi16(hb, 2), pair))};
+            __m256i w[4];
+            q6::unpack<Tag>(blk, half, c, w);
 #pragma GCC unroll 4
             for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 4
@@ -290,20 +276,12 @@ struct Q6_KVnni {
 #pragma GCC unroll 4
           for (int k = 0; k < 4; ++k) {
             const int sub = 8 * half + 2 * k + h;
-            // Row r's int8 scale of this sub-block, sign-extended in lane r.
-            const __m256i sc = _mm256_srai_epi32(
-                _mm256_sll_epi32(load32(blk + kScales + 32 * (sub / 4)), _mm_cvtsi32_si128(24 - 8 * (sub % 4))), 24);
+            const __m256i sc = q6::scale<Tag>(blk, sub);
 #pragma GCC unroll 4
-            for (int t = 0; t < NT; ++t) {
-              const __m256i centred = _mm256_sub_epi32(dot[t][k], _mm256_set1_epi32(32 * x(t).bsums[sub]));
-              sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(centred, sc));
-            }
+            for (int t = 0; t < NT; ++t) sumi[t] = q6::add_sub_block<Tag>(sumi[t], dot[t][k], sc, x(t).bsums[sub]);
           }
         }
-      // The reference's (d * d_x) * float(sumi), added to the row's sum.
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
-      for (int t = 0; t < NT; ++t)
-        acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(x(t).d)), _mm256_cvtepi32_ps(sumi[t])));
+      for (int t = 0; t < NT; ++t) acc[t] = q6::add_term<Tag>(acc[t], blk, x(t), sumi[t]);
     }
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
   }

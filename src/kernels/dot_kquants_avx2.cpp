@@ -23,6 +23,7 @@
 #include "kernels/dot_shapes.h"
 #include "kernels/hsum_avx2.h"
 #include "kernels/q4_k_rows8.h"
+#include "kernels/q6_k_rows8.h"
 #include "kernels/rows8_avx2.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
@@ -251,6 +252,74 @@ void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float
   });
 }
 
+// q6_k (q6_k_rows8.h) with vpmaddubsw: one weight vector k at a time, so
+// NT tokens' sums fit the 16 registers; a run's u8 x s8 pair sums are at
+// most 2 * 63 * 128 = 16128, so two runs add in int16 before vpmaddwd
+// widens them (four would not fit).
+struct Q6_KRows8 {
+  template <int NT>
+  static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
+    namespace q6 = q6_k_rows8;
+    __m256 acc[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (size_t b = 0; b < n / kQK_K; ++b) {
+      const uint8_t* blk = group + b * q6::kBlockBytes;
+      prefetch_ahead(blk, q6::kBlockBytes);
+      const auto x = [&](int t) -> const BlockQ8_K& {
+        return reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * a_stride)[b];
+      };
+      __m256i sumi[NT];
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h)  // l in [16h, 16h + 16)
+#pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) {  // sub-block 8*half + 2k + h
+            __m256i dot[NT];
+#pragma GCC unroll 2
+            for (int c2 = 0; c2 < 2; ++c2) {
+              __m256i s16[NT];
+#pragma GCC unroll 2
+              for (int i = 0; i < 2; ++i) {
+                const int c = 4 * h + 2 * c2 + i;
+                const __m256i w = q6::unpack_one<Tag>(blk, half, c, k);
+#pragma GCC unroll 4
+                for (int t = 0; t < NT; ++t) {
+                  const __m256i p = _mm256_maddubs_epi16(w, broadcast4(x(t).qs + 128 * half + 32 * k + 4 * c));
+                  s16[t] = i ? _mm256_add_epi16(s16[t], p) : p;
+                  in_order(s16[t]);
+                }
+              }
+#pragma GCC unroll 4
+              for (int t = 0; t < NT; ++t) {
+                const __m256i d32 = _mm256_madd_epi16(s16[t], ones);
+                dot[t] = c2 ? _mm256_add_epi32(dot[t], d32) : d32;
+              }
+            }
+            const int sub = 8 * half + 2 * k + h;
+            const __m256i sc = q6::scale<Tag>(blk, sub);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; ++t) sumi[t] = q6::add_sub_block<Tag>(sumi[t], dot[t], sc, x(t).bsums[sub]);
+          }
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) acc[t] = q6::add_term<Tag>(acc[t], blk, x(t), sumi[t]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
+  }
+};
+
+void q6_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
+                float* y, size_t y_stride) {
+  with_tile_count<4>(n_tokens, [&]<int NT>() {
+    Q6_KRows8::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
+  });
+}
+
 // ---- Q8_K activations: the scalar reference's arithmetic (codecs_kquants.cpp
 // quantize_row_q8_k), so the bytes are identical. It was 32% of a one-thread
 // q4_k 576x1536 matmul of 64 tokens (perf of the microbenchmark), as long as
@@ -329,7 +398,7 @@ constexpr DotKernel with_rows8(DotKernel k, decltype(DotKernel::rows8) rows8) {
 }
 const DotKernel kQ4_K = with_rows8(kernel_of<Q45K<BlockQ4_K>>(), q4_k_rows8);
 const DotKernel kQ5_K = kernel_of<Q45K<BlockQ5_K>>();
-const DotKernel kQ6_K = kernel_of<Q6K>();
+const DotKernel kQ6_K = with_rows8(kernel_of<Q6K>(), q6_k_rows8);
 
 }  // namespace
 
