@@ -185,13 +185,6 @@ struct Q5_1Vnni : DMScaled {
 // minimums fill the 32 registers. q5_k's fifth bits (after the scales: run
 // c holds qh bytes 4c..4c+3 of each row) go to bit 4 of each quant: bit 2j
 // of qh[l] for element 64j + l, bit 2j + 1 for element 64j + 32 + l.
-// Bit `from` of each byte of v moved to bit 4, the rest cleared.
-inline __m256i bit_to_4(__m256i v, int from) {
-  const __m256i b4 = _mm256_set1_epi8(0x10);
-  if (from <= 4) return _mm256_and_si256(_mm256_sll_epi16(v, _mm_cvtsi32_si128(4 - from)), b4);
-  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(from - 4)), b4);
-}
-
 template <class Block>
 struct Q45_KVnni {
   static constexpr bool kFifth = std::is_same_v<Block, tensor::BlockQ5_K>;
@@ -219,8 +212,8 @@ struct Q45_KVnni {
           __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
           if constexpr (kFifth) {
             const __m256i qh = load32(blk + kHigh + 32 * c);
-            wl = _mm256_or_si256(wl, bit_to_4(qh, 2 * j));
-            wh = _mm256_or_si256(wh, bit_to_4(qh, 2 * j + 1));
+            wl = _mm256_or_si256(wl, q5_k_fifth_bits<Tag>(qh, 2 * j));
+            wh = _mm256_or_si256(wh, q5_k_fifth_bits<Tag>(qh, 2 * j + 1));
           }
           for (int t = 0; t < NT; ++t) {
             lo[t] = _mm256_dpbusd_epi32(lo[t], wl, broadcast4(x(t).qs + 64 * j + 4 * c));

@@ -194,9 +194,16 @@ struct SuperBlocks {
 // reference's operations in its order (dot_scalar.cpp), so results equal it
 // bit for bit. Bounds: eight vpmaddubsw lanes of u4 x s8 add up in int16
 // (8 * 2*15*127 = 30480); sumi stays below 8 * 63 * 60960 < 2^31.
-struct Q4_KRows8 {
-  static constexpr size_t kBlockBytes = 8 * sizeof(BlockQ4_K);
-  static constexpr size_t kScales = 32, kQuants = 32 + 3 * 32;
+// A q5_k block has its 32 bytes of fifth bits as 8 runs between the scales
+// and the quants, or-ed into each quant (q5_k_fifth_bits): a run's pair sums
+// grow to 2 * 31 * 128 = 7936, so its int16 sums take 4 runs, not 8, before
+// vpmaddwd widens them.
+template <class Block>
+struct Q45_KRows8 {
+  static constexpr bool kFifth = std::is_same_v<Block, BlockQ5_K>;
+  static constexpr size_t kBlockBytes = 8 * sizeof(Block);
+  static constexpr size_t kScales = 32, kHigh = 32 + 3 * 32, kQuants = kHigh + (kFifth ? 8 * 32 : 0);
+  static constexpr int kRunsPerSum = kFifth ? 4 : 8;
 
   // Each 32-byte run is unpacked once for all NT tokens (sub-block pair j
   // at a time, so each token's two int16 sums stay in registers).
@@ -216,27 +223,33 @@ struct Q4_KRows8 {
       q4_k_scales_mins<Tag>(blk + kScales, sc, m);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
-      for (int j = 0; j < 4; ++j) {
-        __m256i lo[NT], hi[NT];
+      for (int j = 0; j < 4; ++j)
+        for (int c0 = 0; c0 < 8; c0 += kRunsPerSum) {
+          __m256i lo[NT], hi[NT];
 #pragma GCC unroll 4
-        for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
-        for (int c = 0; c < 8; ++c) {
-          const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
-          const __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+          for (int c = c0; c < c0 + kRunsPerSum; ++c) {
+            const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
+            __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+            if constexpr (kFifth) {
+              const __m256i qh = load32(blk + kHigh + 32 * c);
+              wl = _mm256_or_si256(wl, q5_k_fifth_bits<Tag>(qh, 2 * j));
+              wh = _mm256_or_si256(wh, q5_k_fifth_bits<Tag>(qh, 2 * j + 1));
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; ++t) {
+              lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(wl, broadcast4(x(t).qs + 64 * j + 4 * c)));
+              hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(wh, broadcast4(x(t).qs + 64 * j + 32 + 4 * c)));
+              in_order(lo[t]);
+              in_order(hi[t]);
+            }
+          }
 #pragma GCC unroll 4
           for (int t = 0; t < NT; ++t) {
-            lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(wl, broadcast4(x(t).qs + 64 * j + 4 * c)));
-            hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(wh, broadcast4(x(t).qs + 64 * j + 32 + 4 * c)));
-            in_order(lo[t]);
-            in_order(hi[t]);
+            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_madd_epi16(lo[t], ones), sc[2 * j]));
+            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_madd_epi16(hi[t], ones), sc[2 * j + 1]));
           }
         }
-#pragma GCC unroll 4
-        for (int t = 0; t < NT; ++t) {
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_madd_epi16(lo[t], ones), sc[2 * j]));
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_madd_epi16(hi[t], ones), sc[2 * j + 1]));
-        }
-      }
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) acc[t] = _mm256_add_ps(acc[t], q4_k_term<Tag>(blk, x(t), sumi[t], m));
     }
@@ -245,10 +258,12 @@ struct Q4_KRows8 {
   }
 };
 
-void q4_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
-                float* y, size_t y_stride) {
+template <class Block>
+void q45_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
+                 float* y, size_t y_stride) {
   with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Q4_KRows8::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
+    Q45_KRows8<Block>::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride,
+                                        n, y, y_stride);
   });
 }
 
@@ -396,8 +411,8 @@ constexpr DotKernel with_rows8(DotKernel k, decltype(DotKernel::rows8) rows8) {
   k.rows8 = rows8;
   return k;
 }
-const DotKernel kQ4_K = with_rows8(kernel_of<Q45K<BlockQ4_K>>(), q4_k_rows8);
-const DotKernel kQ5_K = kernel_of<Q45K<BlockQ5_K>>();
+const DotKernel kQ4_K = with_rows8(kernel_of<Q45K<BlockQ4_K>>(), q45_k_rows8<BlockQ4_K>);
+const DotKernel kQ5_K = with_rows8(kernel_of<Q45K<BlockQ5_K>>(), q45_k_rows8<BlockQ5_K>);
 const DotKernel kQ6_K = with_rows8(kernel_of<Q6K>(), q6_k_rows8);
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The pieces the Q4_K rows-of-8 kernels (kernels/rows8.h) of both SIMD
+// The pieces the Q4_K and Q5_K rows-of-8 kernels (kernels/rows8.h) of both SIMD
 // files share (dot_kquants_avx2.cpp, dot_avx512.cpp, each compiled for its
 // own ISA): a super-block's sub-block scales and minimums, and its float
 // term. `Isa` is a tag type of the including file's anonymous namespace, so
@@ -31,6 +31,17 @@ template <class Isa>
     sc[j + 4] = _mm256_or_si256(bits(w2, 8 * j, low4), _mm256_slli_epi32(bits(w0, 8 * j + 6, low2), 4));
     m[j + 4] = _mm256_or_si256(bits(w2, 8 * j + 4, low4), _mm256_slli_epi32(bits(w1, 8 * j + 6, low2), 4));
   }
+}
+
+// Q5_K's fifth bits (rows8.h: run c of qh holds bytes 4c..4c+3 of each
+// row): bit `from` of each byte moved to bit 4, the rest cleared, to be
+// or-ed into the nibbles. Bit 2j of qh[l] belongs to element 64j + l, bit
+// 2j + 1 to element 64j + 32 + l.
+template <class Isa>
+[[gnu::always_inline]] inline __m256i q5_k_fifth_bits(__m256i qh, int from) {
+  const __m256i b4 = _mm256_set1_epi8(0x10);
+  if (from <= 4) return _mm256_and_si256(_mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - from)), b4);
+  return _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(from - 4)), b4);
 }
 
 // One token's term of a super-block `blk` (its 8 rows' d and dmin lead
