@@ -131,6 +131,7 @@ nlohmann::json row_json(const engine::BenchResult& r) {
 
 void bench(const BenchOptions& o) {
   if (o.output != "md" && o.output != "json" && o.output != "csv") throw Error("-o must be md, json or csv");
+  if (o.profile_stages && o.output == "csv") throw Error("--profile needs -o md or json: its stage tables have no csv form");
   const auto profile = engine::try_load_profile();
   std::vector<int> threads = o.threads;
   if (threads.empty()) threads = {kernels::ThreadPool::default_threads()};

@@ -177,6 +177,8 @@ TEST(CliErrors, BadOptions) {
   EXPECT_EQ(r.err, "kvlab: error: context 100000 exceeds the model's training context 2048\n");
   r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf");
   EXPECT_EQ(r.err, "kvlab: error: give exactly one of -p PROMPT or -f FILE\n");
+  r = run_kvlab("bench -p 0 -n 4 --profile -o csv");
+  expect_one_line_error(r, "--profile needs -o md or json: its stage tables have no csv form");
   r = run_kvlab("frobnicate");
   EXPECT_NE(r.status, 0);
   // serve: a KV pool too small for one context is refused once the model is
