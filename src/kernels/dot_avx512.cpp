@@ -37,7 +37,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/dot.h"
 #include "kernels/q4_k_rows8.h"
@@ -187,34 +186,26 @@ struct Q5_1Vnni : DMScaled {
 // of qh[l] for element 64j + l, bit 2j + 1 for element 64j + 32 + l.
 template <class Block>
 struct Q45_KVnni {
-  static constexpr bool kFifth = std::is_same_v<Block, tensor::BlockQ5_K>;
-  static constexpr size_t kBlockBytes = 8 * sizeof(Block);
-  static constexpr size_t kScales = 32, kHigh = 32 + 3 * 32, kQuants = kHigh + (kFifth ? 8 * 32 : 0);
+  using L = Q45_KLayout<Block>;
   template <int NT>
   static void run(const uint8_t* group, const uint8_t* act, size_t a_stride, size_t n, float* y, size_t y_stride) {
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i nibble = _mm256_set1_epi8(0x0f);
     for (size_t b = 0; b < n / tensor::kQK_K; ++b) {
-      const uint8_t* blk = group + b * kBlockBytes;
-      prefetch_ahead(blk, kBlockBytes);
+      const uint8_t* blk = group + b * L::kBlockBytes;
+      prefetch_ahead(blk, L::kBlockBytes);
       const auto x = [&](int t) -> const tensor::BlockQ8_K& {
         return reinterpret_cast<const tensor::BlockQ8_K*>(act + size_t(t) * a_stride)[b];
       };
       __m256i sc[8], m[8], sumi[NT];
-      q4_k_scales_mins<Tag>(blk + kScales, sc, m);
+      q4_k_scales_mins<Tag>(blk + L::kScales, sc, m);
       for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
       for (int j = 0; j < 4; ++j) {
         __m256i lo[NT], hi[NT];
         for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
         for (int c = 0; c < 8; ++c) {
-          const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
-          __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-          if constexpr (kFifth) {
-            const __m256i qh = load32(blk + kHigh + 32 * c);
-            wl = _mm256_or_si256(wl, q5_k_fifth_bits<Tag>(qh, 2 * j));
-            wh = _mm256_or_si256(wh, q5_k_fifth_bits<Tag>(qh, 2 * j + 1));
-          }
+          __m256i wl, wh;
+          q45_k_unpack<Tag, Block>(blk, j, c, wl, wh);
           for (int t = 0; t < NT; ++t) {
             lo[t] = _mm256_dpbusd_epi32(lo[t], wl, broadcast4(x(t).qs + 64 * j + 4 * c));
             hi[t] = _mm256_dpbusd_epi32(hi[t], wh, broadcast4(x(t).qs + 64 * j + 32 + 4 * c));

@@ -200,10 +200,8 @@ struct SuperBlocks {
 // vpmaddwd widens them.
 template <class Block>
 struct Q45_KRows8 {
-  static constexpr bool kFifth = std::is_same_v<Block, BlockQ5_K>;
-  static constexpr size_t kBlockBytes = 8 * sizeof(Block);
-  static constexpr size_t kScales = 32, kHigh = 32 + 3 * 32, kQuants = kHigh + (kFifth ? 8 * 32 : 0);
-  static constexpr int kRunsPerSum = kFifth ? 4 : 8;
+  using L = Q45_KLayout<Block>;
+  static constexpr int kRunsPerSum = L::kFifth ? 4 : 8;
 
   // Each 32-byte run is unpacked once for all NT tokens (sub-block pair j
   // at a time, so each token's two int16 sums stay in registers).
@@ -212,15 +210,15 @@ struct Q45_KRows8 {
     __m256 acc[NT];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i nibble = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     for (size_t b = 0; b < n / kQK_K; ++b) {
-      const uint8_t* blk = group + b * kBlockBytes;
-      prefetch_ahead(blk, kBlockBytes);
+      const uint8_t* blk = group + b * L::kBlockBytes;
+      prefetch_ahead(blk, L::kBlockBytes);
       const auto x = [&](int t) -> const BlockQ8_K& {
         return reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * a_stride)[b];
       };
       __m256i sc[8], m[8], sumi[NT];
-      q4_k_scales_mins<Tag>(blk + kScales, sc, m);
+      q4_k_scales_mins<Tag>(blk + L::kScales, sc, m);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
       for (int j = 0; j < 4; ++j)
@@ -229,13 +227,8 @@ struct Q45_KRows8 {
 #pragma GCC unroll 4
           for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
           for (int c = c0; c < c0 + kRunsPerSum; ++c) {
-            const __m256i v = load32(blk + kQuants + 32 * (8 * j + c));
-            __m256i wl = _mm256_and_si256(v, nibble), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-            if constexpr (kFifth) {
-              const __m256i qh = load32(blk + kHigh + 32 * c);
-              wl = _mm256_or_si256(wl, q5_k_fifth_bits<Tag>(qh, 2 * j));
-              wh = _mm256_or_si256(wh, q5_k_fifth_bits<Tag>(qh, 2 * j + 1));
-            }
+            __m256i wl, wh;
+            q45_k_unpack<Tag, Block>(blk, j, c, wl, wh);
 #pragma GCC unroll 4
             for (int t = 0; t < NT; ++t) {
               lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(wl, broadcast4(x(t).qs + 64 * j + 4 * c)));

@@ -7,7 +7,9 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "tensor/blocks.h"
 
@@ -33,15 +35,40 @@ template <class Isa>
   }
 }
 
-// Q5_K's fifth bits (rows8.h: run c of qh holds bytes 4c..4c+3 of each
-// row): bit `from` of each byte moved to bit 4, the rest cleared, to be
-// or-ed into the nibbles. Bit 2j of qh[l] belongs to element 64j + l, bit
-// 2j + 1 to element 64j + 32 + l.
+// Where a group's super-block keeps its parts (rows8.h): the 8 rows' d and
+// dmin, the scale runs, for q5_k the 8 runs of fifth bits, the quant runs.
+template <class Block>
+struct Q45_KLayout {
+  static constexpr bool kFifth = std::is_same_v<Block, tensor::BlockQ5_K>;
+  static constexpr size_t kBlockBytes = 8 * sizeof(Block);
+  static constexpr size_t kScales = 32, kHigh = 32 + 3 * 32, kQuants = kHigh + (kFifth ? 8 * 32 : 0);
+};
+
+// Bit `from` of each byte of qh moved to bit 4, the rest cleared.
 template <class Isa>
-[[gnu::always_inline]] inline __m256i q5_k_fifth_bits(__m256i qh, int from) {
+[[gnu::always_inline]] inline __m256i fifth_bits(__m256i qh, int from) {
   const __m256i b4 = _mm256_set1_epi8(0x10);
   if (from <= 4) return _mm256_and_si256(_mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - from)), b4);
   return _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(from - 4)), b4);
+}
+
+// Quant run c of sub-block pair j, one row per 32-bit lane: wl holds the
+// low nibbles (elements 64j + 4c .. + 3), wh the high ones (the same + 32).
+// A q5_k run of fifth bits (c: qh bytes 4c..4c+3 of each row) adds bit 4:
+// bit 2j of qh[l] belongs to element 64j + l, bit 2j + 1 to 64j + 32 + l.
+template <class Isa, class Block>
+[[gnu::always_inline]] inline void q45_k_unpack(const uint8_t* blk, int j, int c, __m256i& wl, __m256i& wh) {
+  using L = Q45_KLayout<Block>;
+  auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  const __m256i v = load(blk + L::kQuants + 32 * (8 * j + c));
+  wl = _mm256_and_si256(v, nibble);
+  wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  if constexpr (L::kFifth) {
+    const __m256i qh = load(blk + L::kHigh + 32 * c);
+    wl = _mm256_or_si256(wl, fifth_bits<Isa>(qh, 2 * j));
+    wh = _mm256_or_si256(wh, fifth_bits<Isa>(qh, 2 * j + 1));
+  }
 }
 
 // One token's term of a super-block `blk` (its 8 rows' d and dmin lead
