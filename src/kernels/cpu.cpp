@@ -37,7 +37,7 @@ CpuFeatures detect() {
     f.avx512vnni = zmm && (c & bit_AVX512VNNI);
   }
   char brand[49] = {};
-  if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000004) {
+  if (unsigned(__get_cpuid_max(0x80000000, nullptr)) >= 0x80000004u) {  // int in clang's cpuid.h, unsigned in GCC's
     for (unsigned i = 0; i < 3; ++i) {
       __get_cpuid(0x80000002 + i, &a, &b, &c, &d);
       std::memcpy(brand + 16 * i, &a, 4);
