@@ -1,6 +1,7 @@
 // kvlab demo: the main job. Generates from one fixed prompt twice on the
 // default model, with the KV cache and with full recomputation, shows that
 // the tokens are identical, and puts the two timings side by side.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -8,6 +9,7 @@
 #include "common/error.h"
 #include "engine/attribution.h"
 #include "engine/generate.h"
+#include "engine/stage_profile.h"
 #include "perf/hardware.h"
 #include "perf/model_catalog.h"
 #include "perf/report.h"
@@ -43,6 +45,61 @@ Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const
                                  session.options().n_threads, engine::try_load_profile());
   std::fprintf(stderr, " %.1f s\n", p.r.prefill_seconds + p.r.decode_seconds + (p.r.ttft_seconds - p.r.prefill_seconds));
   return p;
+}
+
+// A third, short cached generation with the stage clock on from the first
+// decode step (model/stage_times.h): where a decode step's time goes. Run
+// apart from the two above so their timings are the clock-free ones.
+engine::StageProfile profile_decode(const Loaded& l, const ModelOptions& mo, const std::vector<int32_t>& prompt, int n) {
+  engine::Session session(*l.model, session_options(mo, l.model->config()));
+  engine::GenerateOptions g;
+  g.n_predict = n;
+  g.ignore_eos = true;
+  g.sampling.temperature = 0;
+  model::StageTimes times;
+  engine::generate(session, prompt, g, [](int32_t) { return false; },
+                   [&](int32_t) { session.collect_stage_times(&times); });  // after the prefill's token
+  session.collect_stage_times(nullptr);
+  engine::Trace decode;
+  for (const auto& st : session.trace().steps)
+    if (st.phase == engine::Phase::Decode) decode.steps.push_back(st);
+  return engine::stage_profile(times, decode, *l.model, session.cache().elem_bytes());
+}
+
+void print_decode_stages(const engine::StageProfile& p, const engine::Attribution& cached) {
+  if (p.passes == 0 || p.pass_seconds <= 0) return;
+  using model::Stage;
+  struct Group {
+    const char* name;
+    std::vector<Stage> stages;
+  };
+  const Group groups[] = {
+      {"weight matmuls (QKV, O, gate+up, down)", {Stage::Qkv, Stage::O, Stage::GateUp, Stage::Down}},
+      {"LM head (logits)", {Stage::LmHead}},
+      {"attention over the KV cache", {Stage::Attention}},
+      {"norms, RoPE + KV store, activation, residuals", {Stage::Embedding, Stage::AttnNorm, Stage::RopeStore,
+                                                          Stage::Residual, Stage::FfnNorm, Stage::Activation}},
+  };
+  const double bw = cached.peaks ? cached.peaks->bytes_per_s : 0;
+  std::printf("\n## Where a cached decode step goes\n\n");
+  std::printf("%d more cached steps with a clock on every stage: %.2f ms per step.\n\n", p.passes,
+              p.pass_seconds / p.passes * 1e3);
+  std::printf("| stage | us per step | share | GB/s (weights + KV) |%s\n|---|--:|--:|--:|%s\n",
+              bw > 0 ? " of probed bandwidth |" : "", bw > 0 ? "--:|" : "");
+  for (const Group& g : groups) {
+    engine::StageWork w;
+    for (Stage s : g.stages) {
+      const engine::StageWork& x = p.stages[size_t(s)];
+      w.seconds += x.seconds, w.weight_bytes += x.weight_bytes, w.kv_bytes += x.kv_bytes;
+    }
+    const double rate = w.seconds > 0 ? w.bytes() / w.seconds : 0;
+    std::printf("| %s | %.1f | %.1f%% | %.1f |", g.name, w.seconds / p.passes * 1e6, 100 * w.seconds / p.pass_seconds,
+                rate / 1e9);
+    if (bw > 0) std::printf(" %.0f%% |", 100 * rate / bw);
+    std::printf("\n");
+  }
+  std::printf("\nThe matmuls read each weight once per token: decode is a stream of the weights from memory\n"
+              "(`kvlab bench -p 0 -n 128 --profile` splits every stage).\n");
 }
 
 // Where the two phases sit on this machine's roofline (kvlab probe's peaks).
@@ -143,6 +200,7 @@ void demo(const DemoOptions& o) {
   std::printf("\nWithout the cache every step recomputes the keys and values of all earlier positions,\n"
               "so its latency grows with the position; with the cache a step processes one token.\n");
   print_roofline(cached.roofline, naive.roofline);
+  print_decode_stages(profile_decode(l, o.m, prompt, std::min(32, o.n_predict)), cached.roofline);
   print_simulation(cached, naive, int(prompt.size()));
   if (!same) throw Error("the two modes produced different tokens");
 }

@@ -197,6 +197,20 @@ TEST(CliErrors, EverySubcommandHasHelp) {
   }
 }
 
+// The main job end to end, on the shared tiny model: both modes give the
+// same tokens, and every section is there (the roofline's, or its note that
+// a probe is missing), the stage split of a decode step included.
+TEST(Cli, DemoShowsEverySection) {
+  const Result r = run_kvlab("demo -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf -n 40");
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* want : {"identical tokens with and without the KV cache: YES (40 tokens)", "| TTFT ",
+                           "per-token latency by position", "## On this machine's roofline",
+                           "## Where a cached decode step goes\n\n31 more cached steps",
+                           "| weight matmuls (QKV, O, gate+up, down) |", "| attention over the KV cache |",
+                           "## The same comparison for Llama-3.1-8B (bf16) on an H100 SXM, simulated"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+}
+
 TEST(Cli, ContextLimitIsReportedNotACrash) {
   const Result r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) +
                              "/../shared/models/stories260K.gguf -p 'Once upon a time' -n 100 -c 16 --temp 0 --ignore-eos");
