@@ -41,7 +41,10 @@ bool is_matmul(model::Stage s);
 // embedding lookup reads a few rows and is charged none, as in attribute().
 std::array<double, model::kStageCount> stage_weight_bytes(const model::Weights& w);
 
-// `times` were collected over exactly the passes of `trace`.
+// `times` were collected over exactly the passes of `trace`. Every pass is
+// charged its LM head, as perf::Cost and attribute() charge it: a prompt
+// longer than one pass (Session's max_batch) runs its LM head in the last
+// pass only, so its earlier passes' lm_head bytes are counted but not read.
 StageProfile stage_profile(const model::StageTimes& times, const Trace& trace, const model::Model& m,
                            double kv_elem_bytes);
 
