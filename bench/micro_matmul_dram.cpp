@@ -80,10 +80,11 @@ void BM_matmul_dram(benchmark::State& state, DType dtype, size_t rows, size_t co
     benchmark::DoNotOptimize(y.data());
     benchmark::DoNotOptimize(sink);
   }
-  const double total = double(bytes) * double(copies) * double(state.iterations());
-  state.counters["bytes/s"] = total / matmul_s;
-  state.counters["read_bytes/s"] = double(readable) * double(copies) * double(state.iterations()) / read_s;
-  state.counters["vs_read"] = (total / matmul_s) / (double(readable) * double(copies) * double(state.iterations()) / read_s);
+  const double passes = double(copies) * double(state.iterations());
+  const double matmul_rate = double(bytes) * passes / matmul_s, read_rate = double(readable) * passes / read_s;
+  state.counters["bytes/s"] = matmul_rate;
+  state.counters["read_bytes/s"] = read_rate;
+  state.counters["vs_read"] = matmul_rate / read_rate;
   state.counters["copies"] = double(copies);
 }
 

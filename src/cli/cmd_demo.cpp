@@ -29,14 +29,20 @@ struct Pass {
   engine::Attribution roofline;
 };
 
-Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const std::vector<int32_t>& prompt, int n) {
-  ModelOptions o = mo;
-  o.no_kv_cache = !kv_cache;
-  engine::Session session(*l.model, session_options(o, l.model->config()));
+// Every demo run: greedy, n tokens whatever the model samples.
+engine::GenerateOptions greedy(int n) {
   engine::GenerateOptions g;
   g.n_predict = n;
   g.ignore_eos = true;  // same length for both modes, so the positions line up
   g.sampling.temperature = 0;
+  return g;
+}
+
+Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const std::vector<int32_t>& prompt, int n) {
+  ModelOptions o = mo;
+  o.no_kv_cache = !kv_cache;
+  engine::Session session(*l.model, session_options(o, l.model->config()));
+  const engine::GenerateOptions g = greedy(n);
   std::fprintf(stderr, "  %s ...", kv_cache ? "with KV cache" : "without KV cache (recompute)");
   Pass p;
   p.r = engine::generate(session, prompt, g, [](int32_t) { return false; });
@@ -52,12 +58,8 @@ Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const
 // apart from the two above so their timings are the clock-free ones.
 engine::StageProfile profile_decode(const Loaded& l, const ModelOptions& mo, const std::vector<int32_t>& prompt, int n) {
   engine::Session session(*l.model, session_options(mo, l.model->config()));
-  engine::GenerateOptions g;
-  g.n_predict = n;
-  g.ignore_eos = true;
-  g.sampling.temperature = 0;
   model::StageTimes times;
-  engine::generate(session, prompt, g, [](int32_t) { return false; },
+  engine::generate(session, prompt, greedy(n), [](int32_t) { return false; },
                    [&](int32_t) { session.collect_stage_times(&times); });  // after the prefill's token
   session.collect_stage_times(nullptr);
   engine::Trace decode;

@@ -41,8 +41,8 @@ bool rows8_available(const WeightMatrix& w) {
   return w.layout == Layout::RowMajor && w.rows % kRows8 == 0 && dot_kernel(w.dtype).rows8 != nullptr;
 }
 
-static_assert(sizeof(tensor::BlockQ6_K) >= sizeof(tensor::BlockQ4_K) && sizeof(tensor::BlockQ6_K) % 4 == 2,
-              "dequantize_row's block buffer; q6_k's 208 quant bytes are whole runs of 4");
+static_assert(sizeof(tensor::BlockQ6_K) >= sizeof(tensor::BlockQ5_K), "dequantize_row's block buffer holds any block");
+static_assert((sizeof(tensor::BlockQ6_K) - 2) % 4 == 0, "q6_k's quant bytes (all but d) are whole runs of 4");
 
 bool relayout_rows8(WeightMatrix& w, uint8_t* data) {
   if (!rows8_available(w)) return false;
