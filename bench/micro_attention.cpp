@@ -42,7 +42,7 @@ constexpr size_t kKvHeads = 3;
 constexpr int kGroup = 3;
 
 // K and V of kKvHeads KV heads over n_pos positions, each head's rows
-// contiguous as in the cache (kv/cache.h; a q8_0 K in tiles,
+// contiguous as in the cache (kv/cache.h; an f16 or q8_0 K in tiles,
 // kernels/kv_tiles.h), every position holding the same values: the values do
 // not change the work.
 struct HeadRows {

@@ -36,13 +36,14 @@ void scores_generic(const void* q, size_t q_stride, int group, const uint8_t* k,
 
 // A tiled K (kv_tiles.h): n a multiple of kKvTileRows from the tile at k,
 // tiles kKvTileRows * row_stride apart. Each slot is gathered back into its
-// q8_0 row and scored by the same dot product as a row.
+// row and scored by the same dot product as a row.
+template <DType T>
 void scores_tiled_generic(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*,
                           size_t row_stride, int n, size_t head_dim, float scale, float* s, size_t ld) {
-  const DotKernel& dk = dot_kernel(DType::Q8_0);
-  tensor::BlockQ8_0 row[kMaxHeadDim / tensor::kQK];
+  const DotKernel& dk = dot_kernel(T);
+  alignas(64) uint8_t row[kMaxHeadDim * 2];  // f16: 2 bytes an element; q8_0: 34 per 32
   for (int j = 0; j < n; ++j) {
-    tile_get(true, k + size_t(j / kKvTileRows) * kKvTileRows * row_stride, j % kKvTileRows, row, head_dim);
+    tile_get(T, true, k + size_t(j / kKvTileRows) * kKvTileRows * row_stride, j % kKvTileRows, row, head_dim);
     for (int g = 0; g < group; ++g)
       s[size_t(g) * ld + size_t(j)] = dk.dot(row, static_cast<const uint8_t*>(q) + size_t(g) * q_stride, head_dim) * scale;
   }
@@ -80,7 +81,8 @@ void accumulate_tiled_generic(const float* p, size_t ld, int group, const uint8_
   tensor::BlockQ8_0 blocks[kMaxHeadDim / tensor::kQK];
   float row[kMaxHeadDim];
   for (int j = 0; j < n; ++j) {
-    tile_get(false, v + size_t(j / kKvTileRows) * kKvTileRows * row_stride, j % kKvTileRows, blocks, head_dim);
+    tile_get(DType::Q8_0, false, v + size_t(j / kKvTileRows) * kKvTileRows * row_stride, j % kKvTileRows, blocks,
+             head_dim);
     info.dequantize(blocks, row, head_dim);
     for (int g = 0; g < group; ++g) {
       const float pj = p[size_t(g) * ld + size_t(j)];
@@ -93,10 +95,10 @@ void accumulate_tiled_generic(const float* p, size_t ld, int group, const uint8_
 
 template <DType T>
 AttnKernel generic_kernel() {
-  if constexpr (kv_tiled(T))
-    return {prepare_q_generic<T>, scores_tiled_generic, max_generic, exp_sum_generic, accumulate_tiled_generic};
-  else
-    return {prepare_q_generic<T>, scores_generic<T>, max_generic, exp_sum_generic, accumulate_generic<T>};
+  AttnKernel k{prepare_q_generic<T>, scores_generic<T>, max_generic, exp_sum_generic, accumulate_generic<T>};
+  if constexpr (k_tiled(T)) k.scores = scores_tiled_generic<T>;
+  if constexpr (v_tiled(T)) k.accumulate = accumulate_tiled_generic;
+  return k;
 }
 
 AttnKernel with_fallbacks(AttnKernel k, const AttnKernel& generic) {
@@ -177,15 +179,17 @@ void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, 
   // A tiled K is scored a whole tile at a time, so the positions of p0's
   // and p1's tiles outside [p0, p1) get scores too; they lie in the chunk
   // and are left out of the softmax below.
-  const bool tiled = kv_tiled(kv.type);
-  if (tiled && kv.blocks && kv.block_tokens % kKvTileRows != 0)
+  if (k_tiled(kv.type) && kv.blocks && kv.block_tokens % kKvTileRows != 0)
     throw Error("attention: a tiled KV type needs blocks of whole tiles");
-  const int k0 = tiled ? p0 - p0 % kKvTileRows : p0;
-  const int k1 = tiled ? (p1 + kKvTileRows - 1) / kKvTileRows * kKvTileRows : p1;
+  auto tile_start = [&](int p) { return p - p % kKvTileRows; };
+  auto tile_end = [&](int p) { return (p + kKvTileRows - 1) / kKvTileRows * kKvTileRows; };
+  const int k0 = k_tiled(kv.type) ? tile_start(p0) : p0, k1 = k_tiled(kv.type) ? tile_end(p1) : p1;
   for_each_run(kv.k, kv, k0, k1, [&](int j, int rows, const uint8_t* k) {
     const uint8_t* v = k + (kv.v - kv.k);  // V rows at K's offsets
     ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, scale, s + (j - c0), C);
   });
+  // A tiled V is summed whole tiles at a time, its extra positions with p = 0.
+  const int v0 = v_tiled(kv.type) ? tile_start(p0) : p0, v1 = v_tiled(kv.type) ? tile_end(p1) : p1;
   float* m = partial;
   float* l = partial + G;
   float* o = partial + 2 * G;
@@ -193,12 +197,11 @@ void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, 
     float* sg = s + g * C;
     m[g] = ak.max(sg + (p0 - c0), size_t(n));
     l[g] = ak.exp_sum(sg + (p0 - c0), size_t(n), m[g]);
-    // A tiled V is summed whole tiles at a time, its extra positions with p = 0.
-    std::fill(sg + (k0 - c0), sg + (p0 - c0), 0.f);
-    std::fill(sg + (p1 - c0), sg + (k1 - c0), 0.f);
+    std::fill(sg + (v0 - c0), sg + (p0 - c0), 0.f);
+    std::fill(sg + (p1 - c0), sg + (v1 - c0), 0.f);
   }
   std::fill(o, o + G * head_dim, 0.f);
-  for_each_run(kv.v, kv, k0, k1, [&](int j, int rows, const uint8_t* v) {
+  for_each_run(kv.v, kv, v0, v1, [&](int j, int rows, const uint8_t* v) {
     ak.accumulate(s + (j - c0), C, group, v, kv.row_stride, rows, head_dim, o);
   });
 }

@@ -32,7 +32,7 @@ constexpr int kAttnChunk = 128;  // positions per partial result
 // and take a larger group in passes of this many (the last pass narrower).
 constexpr int kAttnHeadsPerPass = 4;
 
-// The K and V rows of one KV head of one sequence (q8_0: rows of tiles,
+// The K and V rows of one KV head of one sequence (f16 and q8_0: rows of tiles,
 // kernels/kv_tiles.h, so row_stride is the head's bytes and blocks hold
 // whole tiles). Positions are grouped in
 // blocks of `block_tokens` consecutive rows (`row_stride` apart); logical

@@ -1,7 +1,7 @@
 // AVX2/FMA/F16C attention pieces (see attention.h). Every K and V row is
 // widened to f32 once and used for all the query heads of its group, which
-// stay in registers (up to 4 heads at a time); a q8_0 K's tiles are scored
-// as integers, 8 positions per vector.
+// stay in registers (up to 4 heads at a time); an f16 K's tiles are scored
+// 8 positions per vector, a q8_0 K's likewise as integers.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -126,6 +126,42 @@ void scores(const void* q, size_t q_stride, int group, const uint8_t* k, const u
   for_each_tile<kAttnHeadsPerPass>(size_t(group), [&]<int NG>(size_t g0) {
     scores_rows<T, NG>(static_cast<const float*>(q) + g0 * qs, qs, k, v, row_stride, n, head_dim, scale_, s + g0 * ld,
                        ld);
+  });
+}
+
+// f16 K in position-minor tiles (kernels/kv_tiles.h) against q rounded to
+// f16 (prepare_q_f16). Element d of a tile's 16 positions is two 16-byte
+// loads, widened to 8 floats each, times each head's q[d] broadcast and
+// added into that head's 16 scores: no horizontal sums, 2 x NG independent
+// sums in flight, one broadcast per head and element for both halves. Every
+// lane adds the elements in order, so a score does not depend on where its
+// position falls in a tile.
+template <int NG>
+void scores_tile_f16(const uint8_t* q, size_t q_stride, const uint8_t* tile, size_t head_dim, float* s, size_t ld,
+                     float scale_) {
+  __m256 acc[NG][2];
+  for (int g = 0; g < NG; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+  for (size_t d = 0; d < head_dim; ++d) {
+    const uint8_t* at = tile + k_tile_f16_at(d, 0);
+    const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+    const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16)));
+    for (int g = 0; g < NG; ++g) {
+      const __m256 qd = _mm256_broadcast_ss(reinterpret_cast<const float*>(q + size_t(g) * q_stride) + d);
+      acc[g][0] = _mm256_fmadd_ps(lo, qd, acc[g][0]);
+      acc[g][1] = _mm256_fmadd_ps(hi, qd, acc[g][1]);
+    }
+  }
+  const __m256 sc = _mm256_set1_ps(scale_);
+  for (int g = 0; g < NG; ++g) {
+    _mm256_storeu_ps(s + size_t(g) * ld, _mm256_mul_ps(acc[g][0], sc));
+    _mm256_storeu_ps(s + size_t(g) * ld + 8, _mm256_mul_ps(acc[g][1], sc));
+  }
+}
+
+void scores_f16(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*, size_t row_stride, int n,
+                size_t head_dim, float scale_, float* s, size_t ld) {
+  walk_k_tiles(q, q_stride, group, k, row_stride, n, s, ld, [&]<int NG>(const uint8_t* qg, const uint8_t* tile, float* sg) {
+    scores_tile_f16<NG>(qg, q_stride, tile, head_dim, sg, ld, scale_);
   });
 }
 
@@ -318,7 +354,7 @@ AttnKernel find_attn(DType t) {
     k.accumulate = accumulate<DType::F32>;
   } else if (t == DType::F16) {
     k.prepare_q = prepare_q_f16;
-    k.scores = scores<DType::F16>;
+    k.scores = scores_f16;
     k.accumulate = accumulate<DType::F16>;
   } else if (t == DType::Q8_0) {
     k.prepare_q = prepare_q_q8_0;

@@ -1,8 +1,10 @@
-// AVX-512 VNNI attention pieces for a q8_0 KV cache (see attention.h): the
-// scores of K's position-minor tiles as integer dot products in vpdpbusd,
-// 16 positions per instruction, and the P·V sums over V's tiles as int16
-// dot products in vpdpwssd, two positions per instruction, 64 dimensions of
-// a head at once. The f32 and f16 pieces and the softmax are the AVX2 set's.
+// AVX-512 attention pieces (see attention.h). For a q8_0 KV cache (VNNI):
+// the scores of K's position-minor tiles as integer dot products in
+// vpdpbusd, 16 positions per instruction, and the P·V sums over V's tiles as
+// int16 dot products in vpdpwssd, two positions per instruction, 64
+// dimensions of a head at once. For an f16 cache: the scores of K's tiles,
+// 16 positions per multiply-add. The f32 pieces, f16's P·V and the softmax
+// are the AVX2 set's.
 //
 // Why: a decode step at a long position streams the KV cache from DRAM, and
 // with the AVX2 pieces a q8_0 cache, half the bytes of f16, took nearly as
@@ -99,6 +101,43 @@ void scores_q8_0(const void* q, size_t q_stride, int group, const uint8_t* k, co
                  size_t head_dim, float scale, float* s, size_t ld) {
   walk_k_tiles(q, q_stride, group, k, row_stride, n, s, ld, [&]<int NG>(const uint8_t* qg, const uint8_t* tile, float* sg) {
     scores_tile_q8<NG>(qg, q_stride, tile, head_dim, sg, ld, scale);
+  });
+}
+
+// ---- f16 scores --------------------------------------------------------------
+// K comes in tiles of 16 positions (kernels/kv_tiles.h): element d of all 16
+// positions is one 32-byte load, widened to 16 floats, times each head's
+// q[d] (q rounded to f16 by prepare_q) and added into that head's 16
+// scores. Even and odd elements go into two sums per head, so 2 x NG
+// multiply-adds are in flight (one chain per head waits on the latency).
+// Every lane adds the same elements in the same order, so a score does not
+// depend on where its position falls in a tile. No software prefetch: 4 or
+// 8 tiles ahead, in bursts or spread over the loop, into L1 or L2, came out
+// within this VM's noise from DRAM and slower in cache
+// (bench/micro_attention.cpp, attend_batch f16 and attend/f16/pos:4096).
+template <int NG>
+void scores_tile_f16(const uint8_t* q, size_t q_stride, const uint8_t* tile, size_t head_dim, float* s, size_t ld,
+                     float scale) {
+  __m512 acc[NG][2];
+  for (int g = 0; g < NG; ++g) acc[g][0] = acc[g][1] = _mm512_setzero_ps();
+  for (size_t d = 0; d < head_dim; d += 2) {
+    for (size_t h = 0; h < 2; ++h) {
+      const __m512 k = _mm512_maskz_cvtph_ps(
+          0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + k_tile_f16_at(d + h, 0))));
+      for (int g = 0; g < NG; ++g) {
+        const float qd = reinterpret_cast<const float*>(q + size_t(g) * q_stride)[d + h];
+        acc[g][h] = _mm512_fmadd_ps(k, _mm512_set1_ps(qd), acc[g][h]);
+      }
+    }
+  }
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int g = 0; g < NG; ++g) _mm512_storeu_ps(s + size_t(g) * ld, _mm512_mul_ps(_mm512_add_ps(acc[g][0], acc[g][1]), sc));
+}
+
+void scores_f16(const void* q, size_t q_stride, int group, const uint8_t* k, const uint8_t*, size_t row_stride, int n,
+                size_t head_dim, float scale, float* s, size_t ld) {
+  walk_k_tiles(q, q_stride, group, k, row_stride, n, s, ld, [&]<int NG>(const uint8_t* qg, const uint8_t* tile, float* sg) {
+    scores_tile_f16<NG>(qg, q_stride, tile, head_dim, sg, ld, scale);
   });
 }
 
@@ -206,6 +245,7 @@ void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, siz
 // q8_0 cache has whole 32-blocks per head).
 AttnKernel find_attn(DType t) {
   AttnKernel k = avx2::find_attn(t);
+  if (t == DType::F16) k.scores = scores_f16;
   if (t == DType::Q8_0) {
     k.prepare_q = prepare_q_q8_0;
     k.scores = scores_q8_0;

@@ -1,5 +1,6 @@
 #include "kernels/kv_tiles.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "common/error.h"
@@ -8,50 +9,63 @@
 namespace kvlab::kernels {
 
 using tensor::BlockQ8_0;
+using tensor::DType;
 using tensor::kQK;
-
-// Element offsets of slot `slot`'s 4-element groups: K's are scattered, V's in one row.
-static size_t quad_at(bool key, size_t head_dim, size_t quad, int slot) {
-  return key ? k_tile_quad_at(head_dim, quad, slot) : v_tile_row_at(head_dim, slot) + 4 * quad;
-}
-
-void tile_put(bool key, uint8_t* tile, int slot, const BlockQ8_0* row, size_t head_dim) {
-  for (size_t b = 0; b < head_dim / kQK; ++b) {
-    std::memcpy(tile + tile_scale_at(b, slot), &row[b].d, 2);
-    for (size_t c = 0; c < kQK / 4; ++c)
-      std::memcpy(tile + quad_at(key, head_dim, b * (kQK / 4) + c, slot), row[b].qs + 4 * c, 4);
-  }
-}
-
-void tile_get(bool key, const uint8_t* tile, int slot, BlockQ8_0* row, size_t head_dim) {
-  for (size_t b = 0; b < head_dim / kQK; ++b) {
-    std::memcpy(&row[b].d, tile + tile_scale_at(b, slot), 2);
-    for (size_t c = 0; c < kQK / 4; ++c)
-      std::memcpy(row[b].qs + 4 * c, tile + quad_at(key, head_dim, b * (kQK / 4) + c, slot), 4);
-  }
-}
 
 namespace {
 
-void store(bool key, tensor::DType t, uint8_t* run, int pos, const float* src, size_t head_dim) {
-  const size_t row_bytes = *tensor::row_bytes(t, head_dim);
-  if (!kv_tiled(t)) return dot_kernel(t).quantize_act(src, run + size_t(pos) * row_bytes, head_dim);
-  constexpr size_t kMaxBlocks = 64;  // head_dim up to 2048
-  if (head_dim % kQK != 0 || head_dim / kQK > kMaxBlocks)
-    throw Error("KV cache: q8_0 needs head_dim a multiple of 32 up to 2048, got " + std::to_string(head_dim));
-  BlockQ8_0 row[kMaxBlocks];
-  dot_kernel(t).quantize_act(src, row, head_dim);
-  tile_put(key, run + size_t(pos / kKvTileRows) * kKvTileRows * row_bytes, pos % kKvTileRows, row, head_dim);
+// fn(tile offset, row offset, bytes) for every piece of slot `slot`'s row
+// in a K or V tile of type t (the layouts of kv_tiles.h), so that storing
+// and loading a slot are the same walk.
+template <class Fn>
+void for_each_piece(DType t, bool key, int slot, size_t head_dim, Fn&& fn) {
+  if (t == DType::F16) {
+    if (!key) return fn(size_t(slot) * head_dim * 2, size_t(0), head_dim * 2);  // a row, as without tiles
+    for (size_t d = 0; d < head_dim; ++d) fn(k_tile_f16_at(d, slot), 2 * d, size_t(2));
+    return;
+  }
+  for (size_t b = 0; b < head_dim / kQK; ++b) {
+    const size_t blk = b * sizeof(BlockQ8_0);
+    fn(tile_scale_at(b, slot), blk + offsetof(BlockQ8_0, d), size_t(2));
+    for (size_t c = 0; c < kQK / 4; ++c) {
+      const size_t quad = b * (kQK / 4) + c;
+      const size_t at = key ? k_tile_quad_at(head_dim, quad, slot) : v_tile_row_at(head_dim, slot) + 4 * quad;
+      fn(at, blk + offsetof(BlockQ8_0, qs) + 4 * c, size_t(4));
+    }
+  }
 }
 
 }  // namespace
 
-void store_k(tensor::DType t, uint8_t* k0, int pos, const float* src, size_t head_dim) {
-  store(true, t, k0, pos, src, head_dim);
+void tile_put(DType t, bool key, uint8_t* tile, int slot, const void* row, size_t head_dim) {
+  const auto* r = static_cast<const uint8_t*>(row);
+  for_each_piece(t, key, slot, head_dim, [&](size_t at, size_t from, size_t n) { std::memcpy(tile + at, r + from, n); });
 }
 
-void store_v(tensor::DType t, uint8_t* v0, int pos, const float* src, size_t head_dim) {
-  store(false, t, v0, pos, src, head_dim);
+void tile_get(DType t, bool key, const uint8_t* tile, int slot, void* row, size_t head_dim) {
+  auto* r = static_cast<uint8_t*>(row);
+  for_each_piece(t, key, slot, head_dim, [&](size_t at, size_t to, size_t n) { std::memcpy(r + to, tile + at, n); });
 }
+
+namespace {
+
+void store(bool key, DType t, uint8_t* run, int pos, const float* src, size_t head_dim) {
+  const size_t row_bytes = *tensor::row_bytes(t, head_dim);
+  const DotKernel& convert = dot_kernel(t);
+  if (!k_tiled(t)) return convert.quantize_act(src, run + size_t(pos) * row_bytes, head_dim);
+  constexpr size_t kMaxRowBytes = 4096;  // an f16 head of 2048, a q8_0 head of 2048 (2176 bytes)
+  if (row_bytes > kMaxRowBytes || (t == DType::Q8_0 && head_dim % kQK != 0))
+    throw Error("KV cache: a " + std::string(tensor::dtype_info(t).name) +
+                " cache needs head_dim up to 2048 (q8_0: a multiple of 32), got " + std::to_string(head_dim));
+  alignas(64) uint8_t row[kMaxRowBytes];
+  convert.quantize_act(src, row, head_dim);
+  tile_put(t, key, run + size_t(pos / kKvTileRows) * kKvTileRows * row_bytes, pos % kKvTileRows, row, head_dim);
+}
+
+}  // namespace
+
+void store_k(DType t, uint8_t* k0, int pos, const float* src, size_t head_dim) { store(true, t, k0, pos, src, head_dim); }
+
+void store_v(DType t, uint8_t* v0, int pos, const float* src, size_t head_dim) { store(false, t, v0, pos, src, head_dim); }
 
 }  // namespace kvlab::kernels

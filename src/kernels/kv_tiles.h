@@ -1,26 +1,31 @@
 // Where one position's K and V live in a KV head's run of rows, per KV type.
 //
-// f32 and f16: rows, position p at k0 + p * head_bytes (V likewise).
-// q8_0: tiles of kKvTileRows positions, K position-minor, V with its scales
-// grouped. A tile takes the bytes its 16 rows would (16 * 34 bytes per 32
-// elements), at the address of its first row, so the KV cache's blocks
-// (kv::Cache::kBlockTokens positions) and views (kernels::KvView) address it
-// as they address rows. Inside, for head_dim D (a multiple of 32), both:
+// f32: rows, position p at k0 + p * head_bytes (V likewise).
+// f16 and q8_0: K in tiles of kKvTileRows positions, position-minor. A tile
+// takes the bytes its 16 rows would, at the address of its first row, so
+// the KV cache's blocks (kv::Cache::kBlockTokens positions) and views
+// (kernels::KvView) address it as they address rows. For head_dim D:
+//   f16 K:  f16 k[D][16]            element d of slot s at (d*16 + s) * 2
+//   f16 V:  rows (a tile is its 16 rows)
+// q8_0 (D a multiple of 32; 16 * 34 bytes per 32 elements), K and V both:
 //   scales  f16  d[D/32][16]        block b of slot s at (b*16 + s) * 2
 // (the scales take D bytes), then
 //   K: quants int8 q[D/4][16][4]    elements 4c .. 4c+3 of slot s at D + (c*16 + s) * 4
 //   V: quants int8 q[16][D]         slot s's row at D + s * D
 // Why K: a decode step's scores are one dot product per position, and with
-// a row per position every dot ends in a horizontal sum and a scalar block
-// scale per position. Here 4 elements of 16 positions are one 64-byte
-// vector: one vpdpbusd per head adds 4 dimensions of all 16 scores, the
-// lanes are the positions, and the 16 block scales of a block are one
-// vector. At position 2048 the q8_0 scores took a third of a decode step's
-// attention with rows (perf on attend_batch q8_0).
-// Why V: P·V weighs each position's row by p times the row's block scale,
-// one multiply per head and block; with 16 scales in a vector these are
-// vector multiplies ahead of the loop, and the loop's multiply-adds take
-// their weights straight from memory.
+// a row per position every dot ends in a horizontal sum (and, for q8_0, a
+// scalar block scale per position). Here one vector holds the same
+// elements of 16 positions (f16: one element, 32 bytes; q8_0: 4 elements,
+// 64 bytes), so each multiply-add per head adds to all 16 scores, the lanes
+// are the positions, and q8_0's 16 block scales of a block are one vector.
+// At position 2048 the q8_0 scores took a third of a decode step's
+// attention with rows (perf on attend_batch q8_0), the f16 ones over half
+// of it in cache (perf on attend/f16/pos:1024: scores 54%, P·V 29%).
+// Why q8_0's V: P·V weighs each position's row by p times the row's block
+// scale, one multiply per head and block; with 16 scales in a vector these
+// are vector multiplies ahead of the loop, and the loop's multiply-adds take
+// their weights straight from memory. An f16 V row has no scale, so rows
+// serve P·V as they are.
 // The kernels read the tiles in order without software prefetch: the
 // hardware prefetchers follow the two streams, and the 34 prefetches per
 // tile that the row kernels issue (attention_rows.h) made the tiled score
@@ -39,22 +44,28 @@ namespace kvlab::kernels {
 
 inline constexpr int kKvTileRows = 16;
 
-constexpr bool kv_tiled(tensor::DType t) { return t == tensor::DType::Q8_0; }
+// K in tiles (the scores kernels read tiles); V in tiles (P·V reads q8_0's
+// grouped scales; an f16 V tile is plain rows, read as rows).
+constexpr bool k_tiled(tensor::DType t) { return t == tensor::DType::F16 || t == tensor::DType::Q8_0; }
+constexpr bool v_tiled(tensor::DType t) { return t == tensor::DType::Q8_0; }
 
 inline size_t tile_scale_at(size_t block, int slot) { return (block * kKvTileRows + size_t(slot)) * 2; }
 inline size_t k_tile_quad_at(size_t head_dim, size_t quad, int slot) {
   return head_dim + (quad * kKvTileRows + size_t(slot)) * 4;
 }
+inline size_t k_tile_f16_at(size_t elem, int slot) { return (elem * kKvTileRows + size_t(slot)) * 2; }
 inline size_t v_tile_row_at(size_t head_dim, int slot) { return head_dim + size_t(slot) * head_dim; }
 
-// Slot `slot` of a K or V tile from and into q8_0 blocks (head_dim / 32).
-void tile_put(bool key, uint8_t* tile, int slot, const tensor::BlockQ8_0* row, size_t head_dim);
-void tile_get(bool key, const uint8_t* tile, int slot, tensor::BlockQ8_0* row, size_t head_dim);
+// Slot `slot` of a K or V tile of type t (f16 or q8_0) from and into the
+// position's row in t's own format (head_dim halves, or head_dim / 32 q8_0
+// blocks).
+void tile_put(tensor::DType t, bool key, uint8_t* tile, int slot, const void* row, size_t head_dim);
+void tile_get(tensor::DType t, bool key, const uint8_t* tile, int slot, void* row, size_t head_dim);
 
 // Converts head_dim floats (the active ISA's activation converter: the
 // scalar codec's bytes) and stores them as position `pos` of a run of one
-// KV head's K (or V) rows from k0, laid out as above. A tiled run starts at
-// a tile and holds whole tiles.
+// KV head's K (or V) rows from k0, laid out as above. A run of tiles starts
+// at a tile and holds whole tiles.
 void store_k(tensor::DType t, uint8_t* k0, int pos, const float* src, size_t head_dim);
 void store_v(tensor::DType t, uint8_t* v0, int pos, const float* src, size_t head_dim);
 

@@ -27,8 +27,9 @@
 // sequences), keep every position.
 // Element type f32, f16 or q8_0 (--kv-type): f16 halves the bytes decode
 // reads, q8_0 (32-element blocks, 34 bytes) nearly halves them again. For
-// q8_0 every head must be whole blocks (head_dim % 32 == 0), and each
-// block's K rows and V rows are one tile each (kernels/kv_tiles.h).
+// q8_0 every head must be whole blocks (head_dim % 32 == 0). In f16 and
+// q8_0 each block's K rows and V rows are one tile each
+// (kernels/kv_tiles.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -101,8 +102,9 @@ class Cache {
 
   // Stores one head's head_dim f32 values of K or V for (layer, seq, pos),
   // converted to the cache type and laid out as attention reads them
-  // (kernels/kv_tiles.h: a q8_0 cache keeps the 16 positions of a block in
-  // one K tile and one V tile). The position's block must be mapped.
+  // (kernels/kv_tiles.h: an f16 or q8_0 cache keeps the 16 positions of a
+  // block in one K tile and one V tile). The position's block must be
+  // mapped.
   void store_k(int layer, int head, int seq, int pos, const float* src);
   void store_v(int layer, int head, int seq, int pos, const float* src);
 

@@ -24,7 +24,7 @@ using test::IsaGuard;
 using test::randn;
 
 // n_pos positions of n_kv KV heads, laid out as the cache does (each head's
-// rows one after another, a q8_0 K in tiles: kernels/kv_tiles.h, with room
+// rows one after another, an f16 or q8_0 K in tiles: kernels/kv_tiles.h, with room
 // for whole tiles), K and V from a seeded normal distribution.
 struct KvRows {
   DType type;
@@ -176,7 +176,7 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
       for (auto [first, n_pos] :
            {std::pair{1, 2}, {5, 100}, {127, 300}, {128, 300}, {129, n_ctx}, {250, 260}, {16, 100}, {240, 399}}) {
         attend(q.data(), group, kv.view(1), first, n_pos, hd, 0.125f, scratch.data(), win.data());
-        if (!kv_tiled(t) || first % kKvTileRows == 0) {
+        if (!k_tiled(t) || first % kKvTileRows == 0) {
           KvView shifted = kv.view(1);
           shifted.k += size_t(first) * kv.head_bytes;
           shifted.v += size_t(first) * kv.head_bytes;
@@ -200,35 +200,41 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
   }
 }
 
-// A tiled K and V (q8_0) are read whole tiles at a time, so attention also
-// reads the slots of a tile outside the positions it attends: slots past
-// n_pos and, in a window, before `first`. They may hold anything (a pooled
-// cache reuses blocks), here NaN scales and quants: the result is the same
-// bits as with clean tiles, for every ISA.
+// A tiled K (f16, q8_0) and V (q8_0) are read whole tiles at a time, so
+// attention also reads the slots of a tile outside the positions it
+// attends: slots past n_pos and, in a window, before `first`. They may hold
+// anything (a pooled cache reuses blocks), here NaNs (q8_0: NaN scales and
+// full quants): the result is the same bits as with clean tiles, for every
+// ISA.
 TEST(Attention, TiledSlotsOutsideTheRangeAreNeverUsed) {
   const size_t hd = 64;
   const int n_kv = 1, group = 3, n_ctx = 160;
-  const KvRows clean(DType::Q8_0, hd, n_ctx, n_kv, 17);
-  const auto q = randn(size_t(group) * hd, 2, 1.f);
-  std::vector<float> scratch(attn_scratch_floats(group, hd)), want(size_t(group) * hd), got(want.size());
-  for (Isa isa : available_isas()) {
-    IsaGuard guard(isa);
-    for (auto [first, n_pos] : {std::pair{0, 21}, {5, 100}, {35, 130}, {0, n_ctx}}) {
-      KvRows dirty = clean;
-      std::vector<tensor::BlockQ8_0> nan_row(hd / tensor::kQK);
-      for (auto& b : nan_row) {
-        b.d = 0x7e00;  // an f16 NaN
-        std::fill(std::begin(b.qs), std::end(b.qs), int8_t(127));
+  for (DType t : {DType::F16, DType::Q8_0}) {
+    const KvRows clean(t, hd, n_ctx, n_kv, 17);
+    const auto q = randn(size_t(group) * hd, 2, 1.f);
+    std::vector<float> scratch(attn_scratch_floats(group, hd)), want(size_t(group) * hd), got(want.size());
+    std::vector<uint16_t> nan_f16(hd, 0x7e00);  // an f16 NaN
+    std::vector<tensor::BlockQ8_0> nan_q8(hd / tensor::kQK);
+    for (auto& b : nan_q8) {
+      b.d = 0x7e00;
+      std::fill(std::begin(b.qs), std::end(b.qs), int8_t(127));
+    }
+    const void* nan_row = t == DType::F16 ? static_cast<const void*>(nan_f16.data()) : nan_q8.data();
+    for (Isa isa : available_isas()) {
+      IsaGuard guard(isa);
+      for (auto [first, n_pos] : {std::pair{0, 21}, {5, 100}, {35, 130}, {0, n_ctx}}) {
+        KvRows dirty = clean;
+        const size_t tile = size_t(kKvTileRows) * dirty.head_bytes;
+        for (int pos = 0; pos < n_ctx; ++pos)
+          if (pos < first || pos >= n_pos) {
+            tile_put(t, true, dirty.k.data() + size_t(pos / kKvTileRows) * tile, pos % kKvTileRows, nan_row, hd);
+            tile_put(t, false, dirty.v.data() + size_t(pos / kKvTileRows) * tile, pos % kKvTileRows, nan_row, hd);
+          }
+        attend(q.data(), group, clean.view(0), first, n_pos, hd, 0.2f, scratch.data(), want.data());
+        attend(q.data(), group, dirty.view(0), first, n_pos, hd, 0.2f, scratch.data(), got.data());
+        EXPECT_EQ(got, want) << tensor::dtype_info(t).name << " " << isa_name(isa) << " window " << first << ".."
+                             << n_pos;
       }
-      const size_t tile = size_t(kKvTileRows) * dirty.head_bytes;
-      for (int pos = 0; pos < n_ctx; ++pos)
-        if (pos < first || pos >= n_pos) {
-          tile_put(true, dirty.k.data() + size_t(pos / kKvTileRows) * tile, pos % kKvTileRows, nan_row.data(), hd);
-          tile_put(false, dirty.v.data() + size_t(pos / kKvTileRows) * tile, pos % kKvTileRows, nan_row.data(), hd);
-        }
-      attend(q.data(), group, clean.view(0), first, n_pos, hd, 0.2f, scratch.data(), want.data());
-      attend(q.data(), group, dirty.view(0), first, n_pos, hd, 0.2f, scratch.data(), got.data());
-      EXPECT_EQ(got, want) << isa_name(isa) << " window " << first << ".." << n_pos;
     }
   }
 }
