@@ -64,6 +64,21 @@ void store(bool key, DType t, uint8_t* run, int pos, const float* src, size_t he
 
 }  // namespace
 
+// prefetchw (PRFCHW), written out so that it needs no target flag: a CPU
+// without it runs the opcode as a no-op.
+inline void prefetch_for_write(const uint8_t* p) { asm volatile("prefetchw %0" : : "m"(*p)); }
+
+void prefetch_store(DType t, bool key, const uint8_t* run, int pos, size_t head_dim) {
+  const size_t row_bytes = *tensor::row_bytes(t, head_dim);
+  auto lines = [](const uint8_t* p, size_t n) {
+    for (size_t o = 0; o < n; o += 64) prefetch_for_write(p + o);
+    prefetch_for_write(p + n - 1);
+  };
+  if (!k_tiled(t)) return lines(run + size_t(pos) * row_bytes, row_bytes);
+  const uint8_t* tile = run + size_t(pos / kKvTileRows) * kKvTileRows * row_bytes;
+  for_each_piece(t, key, pos % kKvTileRows, head_dim, [&](size_t at, size_t, size_t n) { lines(tile + at, n); });
+}
+
 void store_k(DType t, uint8_t* k0, int pos, const float* src, size_t head_dim) { store(true, t, k0, pos, src, head_dim); }
 
 void store_v(DType t, uint8_t* v0, int pos, const float* src, size_t head_dim) { store(false, t, v0, pos, src, head_dim); }

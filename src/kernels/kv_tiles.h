@@ -68,5 +68,12 @@ void tile_get(tensor::DType t, bool key, const uint8_t* tile, int slot, void* ro
 // at a tile and holds whole tiles.
 void store_k(tensor::DType t, uint8_t* k0, int pos, const float* src, size_t head_dim);
 void store_v(tensor::DType t, uint8_t* v0, int pos, const float* src, size_t head_dim);
+// Asks the caches, for writing, for the lines that store_k (key) or store_v
+// will write for position `pos` of the run from `run`. A decode step stores
+// its position into lines that the weights streamed out of the caches since
+// the last step, and a tiled K spreads one position over many of them (f16:
+// head_dim / 2 lines, one per two elements), so the stores, if they come
+// first, wait on those misses one after another.
+void prefetch_store(tensor::DType t, bool key, const uint8_t* run, int pos, size_t head_dim);
 
 }  // namespace kvlab::kernels

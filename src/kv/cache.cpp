@@ -106,4 +106,13 @@ void Cache::store_v(int layer, int head, int seq, int pos, const float* src) {
   kernels::store_v(type_, v(layer, head, seq, pos - slot), slot, src, head_dim_);
 }
 
+void Cache::prefetch_store(int layer, int seq, int pos) const {
+  const int slot = pos % kBlockTokens;
+  for (int h = 0; h < n_head_kv_; ++h) {
+    const size_t at = row_at(layer, h, seq, pos - slot);
+    kernels::prefetch_store(type_, true, k_.data() + at, slot, head_dim_);
+    kernels::prefetch_store(type_, false, v_.data() + at, slot, head_dim_);
+  }
+}
+
 }  // namespace kvlab::kv

@@ -93,8 +93,8 @@ class Cache {
   // Where the row of KV head `head` for (layer, seq, pos) starts (in a
   // tiled type, the row's place in its block); the position's block must
   // be mapped.
-  uint8_t* k(int layer, int head, int seq, int pos) { return row(k_, layer, head, seq, pos); }
-  uint8_t* v(int layer, int head, int seq, int pos) { return row(v_, layer, head, seq, pos); }
+  uint8_t* k(int layer, int head, int seq, int pos) { return k_.data() + row_at(layer, head, seq, pos); }
+  uint8_t* v(int layer, int head, int seq, int pos) { return v_.data() + row_at(layer, head, seq, pos); }
   // Row 0 of physical block 0 of a layer's KV head: attention walks blocks
   // from here, head_block_bytes() apart.
   const uint8_t* k_head(int layer, int head) const { return k_.data() + region(layer, head); }
@@ -107,6 +107,10 @@ class Cache {
   // mapped.
   void store_k(int layer, int head, int seq, int pos, const float* src);
   void store_v(int layer, int head, int seq, int pos, const float* src);
+  // Asks for the lines those stores will write, in every KV head
+  // (kernels::prefetch_store), so that a decode step can do so before the
+  // QKV matmuls and store into cached lines after them.
+  void prefetch_store(int layer, int seq, int pos) const;
 
   // Positions [0, used) of a sequence hold valid entries.
   int used(int seq) const { return used_[size_t(seq)]; }
@@ -130,9 +134,10 @@ class Cache {
   size_t region(int layer, int head) const {
     return layer_offset_[size_t(layer)] + size_t(head) * layer_blocks(layer) * head_block_bytes();
   }
-  uint8_t* row(std::vector<uint8_t>& buf, int layer, int head, int seq, int pos) {
+  // Where the row of (layer, head, seq, pos) starts in k_ (and v_).
+  size_t row_at(int layer, int head, int seq, int pos) const {
     const size_t block = size_t(layer_table(layer, seq)[pos / kBlockTokens]);
-    return buf.data() + region(layer, head) + block * head_block_bytes() + size_t(pos % kBlockTokens) * head_bytes_;
+    return region(layer, head) + block * head_block_bytes() + size_t(pos % kBlockTokens) * head_bytes_;
   }
 
   int n_layer_, n_head_kv_, n_ctx_, n_seq_, n_blocks_, blocks_per_seq_;

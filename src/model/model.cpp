@@ -60,6 +60,12 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   const size_t qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
   pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
   clock.mark(Stage::AttnNorm);
+  // A few tokens (decode) store K and V into lines that are out of the
+  // caches by now; ask for them before the matmuls, which take long enough
+  // for the lines to arrive. A longer batch's tokens share their blocks,
+  // which the first store brings in.
+  if (T <= size_t(kv::Cache::kBlockTokens))
+    for (const BatchEntry& e : batch) cache.prefetch_store(layer, e.seq, e.pos);
   const kernels::MatmulOut qkv[] = {{&l.wq, ws.q.data()}, {&l.wk, ws.k.data()}, {&l.wv, ws.v.data()}};
   matmul(qkv, ws.xn.data(), T, pool, ws.mm);
   clock.mark(Stage::Qkv);
