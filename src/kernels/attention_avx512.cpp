@@ -3,8 +3,8 @@
 // vpdpbusd, 16 positions per instruction, and the P·V sums over V's tiles as
 // int16 dot products in vpdpwssd, two positions per instruction, 64
 // dimensions of a head at once. For an f16 cache: the scores of K's tiles,
-// 16 positions per multiply-add. The f32 pieces, f16's P·V and the softmax
-// are the AVX2 set's.
+// 16 positions per multiply-add, and P·V over whole rows. The f32 pieces
+// and the softmax are the AVX2 set's.
 //
 // Why: a decode step at a long position streams the KV cache from DRAM, and
 // with the AVX2 pieces a q8_0 cache, half the bytes of f16, took nearly as
@@ -143,6 +143,44 @@ void scores_f16(const void* q, size_t q_stride, int group, const uint8_t* k, con
   });
 }
 
+// ---- f16 P·V -------------------------------------------------------------------
+// o_g[d0 .. d0+16*NV) += sum_j p_gj v_j[d0 ..) over V rows for NG heads, 64
+// dimensions per pass: one pass over a 64-wide head's rows, each row read
+// whole and in order, where the AVX2 set's 8-wide vectors take two passes
+// of 32 dimensions (half of every row each) and broadcast every p twice.
+// Each output element adds the same products in the same order as the AVX2
+// and generic pieces, so all three give the same bits.
+template <int NG, int NV>
+void accumulate_rows_f16(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
+                         size_t d0, float* o) {
+  __m512 acc[NG][NV];
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_loadu_ps(o + size_t(g) * head_dim + d0 + 16 * size_t(i));
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = v + size_t(j) * row_stride + 2 * d0;
+    __m512 b[NG];
+    for (int g = 0; g < NG; ++g) b[g] = _mm512_set1_ps(p[size_t(g) * ld + size_t(j)]);
+    for (int i = 0; i < NV; ++i) {
+      const __m512 x =
+          _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * size_t(i))));
+      for (int g = 0; g < NG; ++g) acc[g][i] = _mm512_fmadd_ps(b[g], x, acc[g][i]);
+    }
+  }
+  for (int g = 0; g < NG; ++g)
+    for (int i = 0; i < NV; ++i) _mm512_storeu_ps(o + size_t(g) * head_dim + d0 + 16 * size_t(i), acc[g][i]);
+}
+
+void accumulate_f16(const float* p, size_t ld, int group, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
+                    float* o) {
+  for_each_tile<kAttnHeadsPerPass>(size_t(group), [&]<int NG>(size_t g0) {
+    const float* pg = p + g0 * ld;
+    float* og = o + g0 * head_dim;
+    size_t d0 = 0;
+    for (; d0 + 64 <= head_dim; d0 += 64) accumulate_rows_f16<NG, 4>(pg, ld, v, row_stride, n, head_dim, d0, og);
+    for (; d0 < head_dim; d0 += 16) accumulate_rows_f16<NG, 1>(pg, ld, v, row_stride, n, head_dim, d0, og);
+  });
+}
+
 // ---- P·V ------------------------------------------------------------------------
 // o_g[d0 .. d0+16*NV) += sum_j w_gj v_j[d0 ..) for NG heads over V tiles
 // (kv_tiles.h), w = p times the row's block scale, as integer dot products
@@ -247,7 +285,10 @@ void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, siz
 // q8_0 cache has whole 32-blocks per head).
 AttnKernel find_attn(DType t) {
   AttnKernel k = avx2::find_attn(t);
-  if (t == DType::F16) k.scores = scores_f16;
+  if (t == DType::F16) {
+    k.scores = scores_f16;
+    k.accumulate = accumulate_f16;
+  }
   if (t == DType::Q8_0) {
     k.prepare_q = prepare_q_q8_0;
     k.scores = scores_q8_0;
