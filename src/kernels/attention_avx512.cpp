@@ -148,8 +148,8 @@ void scores_f16(const void* q, size_t q_stride, int group, const uint8_t* k, con
 // dimensions per pass: one pass over a 64-wide head's rows, each row read
 // whole and in order, where the AVX2 set's 8-wide vectors take two passes
 // of 32 dimensions (half of every row each) and broadcast every p twice.
-// Each output element adds the same products in the same order as the AVX2
-// and generic pieces, so all three give the same bits.
+// Each output element adds the same products (fused multiply-adds) in the
+// same order as the AVX2 piece, so the two give the same bits.
 template <int NG, int NV>
 void accumulate_rows_f16(const float* p, size_t ld, const uint8_t* v, size_t row_stride, int n, size_t head_dim,
                          size_t d0, float* o) {

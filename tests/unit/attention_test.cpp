@@ -101,8 +101,10 @@ double attn_tolerance(DType t, Isa isa) { return t == DType::Q8_0 && isa == Isa:
 
 TEST(Attention, MatchesDoublePrecisionReference) {
   const int n_kv = 2, head = 1;
+  // 40: not a multiple of 16 (the generic pieces); 80: 64 + 16, the
+  // AVX-512 f16 P·V's pass of 64 dimensions, then one of 16.
   for (DType t : {DType::F32, DType::F16, DType::Q8_0})
-    for (size_t hd : {size_t(64), t == DType::Q8_0 ? size_t(96) : size_t(40)})  // 40: not a multiple of 16
+    for (size_t hd : t == DType::Q8_0 ? std::vector<size_t>{64, 96} : std::vector<size_t>{64, 40, 80})
       for (float q_scale : {0.5f, 3.f}) {  // soft and peaked distributions
         const int max_pos = 300;
         const KvRows kv(t, hd, max_pos, n_kv, uint32_t(hd));
@@ -311,6 +313,35 @@ TEST(Attention, OneHotKeysSelectTheirValue) {
       EXPECT_NEAR(out[0], 5.f, t == DType::Q8_0 ? 0.1f : 1e-5f);
     }
   }
+}
+
+// The f16 P·V pieces of AVX2 and AVX-512 add the same fused multiply-adds
+// in the same order (attention_avx512.cpp), so they give the same bits, for
+// every group size (passes of 4 heads) and head sizes with and without a
+// remainder after passes of 64 dimensions.
+TEST(Attention, F16ValueSumsAreTheSameBitsOnAvx2AndAvx512) {
+  const auto isas = available_isas();
+  if (std::find(isas.begin(), isas.end(), Isa::Avx512) == isas.end()) GTEST_SKIP() << "no AVX-512 here";
+  const int n = 37;
+  for (size_t hd : {size_t(64), size_t(80), size_t(256)})
+    for (int group : {1, 3, 5}) {
+      const KvRows kv(DType::F16, hd, n, 1, 31);
+      auto p = randn(size_t(group) * kAttnChunk, 4, 1.f);
+      for (float& x : p) x = std::abs(x);
+      const auto o0 = randn(size_t(group) * hd, 6, 1.f);
+      std::vector<float> avx2 = o0, avx512 = o0;
+      {
+        IsaGuard guard(Isa::Avx2);
+        attn_kernel(DType::F16, hd).accumulate(p.data(), kAttnChunk, group, kv.v.data(), kv.head_bytes, n, hd, avx2.data());
+      }
+      {
+        IsaGuard guard(Isa::Avx512);
+        attn_kernel(DType::F16, hd)
+            .accumulate(p.data(), kAttnChunk, group, kv.v.data(), kv.head_bytes, n, hd, avx512.data());
+      }
+      EXPECT_EQ(avx2, avx512) << "hd " << hd << " G " << group;
+      EXPECT_NE(avx2, o0);
+    }
 }
 
 // The softmax exponentials of every ISA against std::exp, on every tail length.
