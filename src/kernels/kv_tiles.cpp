@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "common/error.h"
 #include "kernels/dot.h"
@@ -24,6 +25,7 @@ void for_each_piece(DType t, bool key, int slot, size_t head_dim, Fn&& fn) {
     for (size_t d = 0; d < head_dim; ++d) fn(k_tile_f16_at(d, slot), 2 * d, size_t(2));
     return;
   }
+  if (t != DType::Q8_0) throw Error("KV cache: no tile layout for " + std::string(tensor::dtype_info(t).name));
   for (size_t b = 0; b < head_dim / kQK; ++b) {
     const size_t blk = b * sizeof(BlockQ8_0);
     fn(tile_scale_at(b, slot), blk + offsetof(BlockQ8_0, d), size_t(2));
