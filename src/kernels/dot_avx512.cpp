@@ -271,19 +271,14 @@ struct Q6_KVnni {
   }
 };
 
-void q6_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
-                float* y, size_t y_stride) {
+// A K-quant kernel struct's rows8 entry (dot.h): its tokens in passes of
+// up to 4.
+template <class Kernel>
+void kquant_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens,
+                  size_t n, float* y, size_t y_stride) {
   with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Q6_KVnni::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
-  });
-}
-
-template <class Block>
-void q45_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
-                 float* y, size_t y_stride) {
-  with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Q45_KVnni<Block>::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride,
-                                       n, y, y_stride);
+    Kernel::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y,
+                             y_stride);
   });
 }
 
@@ -349,9 +344,9 @@ const DotKernel* find(DType w) {
   static const DotKernel q8_0 = with_rows8(DType::Q8_0, rows8<Q8_0Vnni>, 8);
   static const DotKernel q5_0 = with_rows8(DType::Q5_0, rows8<Q5_0Vnni>, 8);
   static const DotKernel q5_1 = with_rows8(DType::Q5_1, rows8<Q5_1Vnni>, 8);
-  static const DotKernel q4_k = with_rows8(DType::Q4_K, q45_k_rows8<BlockQ4_K>, 4);
-  static const DotKernel q5_k = with_rows8(DType::Q5_K, q45_k_rows8<BlockQ5_K>, 4);
-  static const DotKernel q6_k = with_rows8(DType::Q6_K, q6_k_rows8, 4);
+  static const DotKernel q4_k = with_rows8(DType::Q4_K, kquant_rows8<Q45_KVnni<BlockQ4_K>>, 4);
+  static const DotKernel q5_k = with_rows8(DType::Q5_K, kquant_rows8<Q45_KVnni<BlockQ5_K>>, 4);
+  static const DotKernel q6_k = with_rows8(DType::Q6_K, kquant_rows8<Q6_KVnni>, 4);
   switch (w) {
     case DType::Q4_0: return &q4_0;
     case DType::Q4_1: return &q4_1;

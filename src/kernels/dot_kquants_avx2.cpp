@@ -251,12 +251,14 @@ struct Q45_KRows8 {
   }
 };
 
-template <class Block>
-void q45_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
-                 float* y, size_t y_stride) {
+// A K-quant kernel struct's rows8 entry (dot.h): its tokens in passes of
+// up to 4.
+template <class Kernel>
+void kquant_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens,
+                  size_t n, float* y, size_t y_stride) {
   with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Q45_KRows8<Block>::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride,
-                                        n, y, y_stride);
+    Kernel::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y,
+                             y_stride);
   });
 }
 
@@ -320,13 +322,6 @@ struct Q6_KRows8 {
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
   }
 };
-
-void q6_k_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens, size_t n,
-                float* y, size_t y_stride) {
-  with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Q6_KRows8::run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y, y_stride);
-  });
-}
 
 // ---- Q8_K activations: the scalar reference's arithmetic (codecs_kquants.cpp
 // quantize_row_q8_k), so the bytes are identical. It was 32% of a one-thread
@@ -404,9 +399,9 @@ constexpr DotKernel with_rows8(DotKernel k, decltype(DotKernel::rows8) rows8) {
   k.rows8 = rows8;
   return k;
 }
-const DotKernel kQ4_K = with_rows8(kernel_of<Q45K<BlockQ4_K>>(), q45_k_rows8<BlockQ4_K>);
-const DotKernel kQ5_K = with_rows8(kernel_of<Q45K<BlockQ5_K>>(), q45_k_rows8<BlockQ5_K>);
-const DotKernel kQ6_K = with_rows8(kernel_of<Q6K>(), q6_k_rows8);
+const DotKernel kQ4_K = with_rows8(kernel_of<Q45K<BlockQ4_K>>(), kquant_rows8<Q45_KRows8<BlockQ4_K>>);
+const DotKernel kQ5_K = with_rows8(kernel_of<Q45K<BlockQ5_K>>(), kquant_rows8<Q45_KRows8<BlockQ5_K>>);
+const DotKernel kQ6_K = with_rows8(kernel_of<Q6K>(), kquant_rows8<Q6_KRows8>);
 
 }  // namespace
 
