@@ -12,6 +12,7 @@ PACKAGES=(
   gnuplot-nox                     # kvlab simulate --plot
   libjs-chart.js                  # the charts of kvlab serve's web page
   chromium chromium-driver        # the web page's browser test (tests/e2e/test_page.py)
+  linux-perf                      # the `perf record` profiles the README quotes
 )
 
 missing=()
