@@ -2,27 +2,14 @@
 // models against published parameter counts.
 #include <gtest/gtest.h>
 
+#include "common/hand_config.h"
 #include "perf/cost.h"
 #include "perf/model_catalog.h"
 
 namespace kvlab::perf {
 namespace {
 
-// 2 layers, d_model 8, d_ff 16, 2 query heads and 1 KV head of width 4,
-// vocabulary 10, untied output.
-model::Config tiny() {
-  model::Config c;
-  c.arch = "llama";
-  c.n_layer = 2;
-  c.n_embd = 8;
-  c.n_ff = 16;
-  c.n_head = 2;
-  c.n_head_kv = 1;
-  c.head_dim = 4;
-  c.rope_dim = 4;
-  c.n_vocab = 10;
-  return c;
-}
+using test::hand_config;
 
 Pass pass(int64_t t, int64_t past, int64_t batch = 1) {
   Pass p;
@@ -38,14 +25,14 @@ Pass pass(int64_t t, int64_t past, int64_t batch = 1) {
 TEST(PerfCost, MatmulRowsOfATinyModelByHand) {
   // Per layer: q 8 + k 4 + v 4 + o 8 + gate 16 + up 16 + down 8 = 64 output
   // features; 2 layers and the LM head's 10: 138.
-  EXPECT_DOUBLE_EQ(matmul_rows(tiny()), 138.0);
-  EXPECT_DOUBLE_EQ(matmul_calls(tiny()), 9.0);  // 4 jobs per layer (QKV, O, gate+up, down), the LM head
+  EXPECT_DOUBLE_EQ(matmul_rows(hand_config()), 138.0);
+  EXPECT_DOUBLE_EQ(matmul_calls(hand_config()), 9.0);  // 4 jobs per layer (QKV, O, gate+up, down), the LM head
 }
 
 TEST(PerfCost, EveryOpOfATinyPassByHand) {
   // T = 3 new tokens after P = 2 cached: query i sees 3 + i positions, so
   // the causal pairs are 3 + 4 + 5 = 12 = T·P + T(T+1)/2.
-  const Cost c = forward_cost(tiny(), pass(3, 2));
+  const Cost c = forward_cost(hand_config(), pass(3, 2));
   // Per layer x 2 layers.
   EXPECT_DOUBLE_EQ(c[Op::AttnNorm].flops, 2 * (4.0 * 3 * 8));  // 4 FLOP per element
   EXPECT_DOUBLE_EQ(c[Op::Q].flops, 2 * (2.0 * 3 * 8 * 8));     // 2·T·d·q_dim
@@ -88,29 +75,29 @@ TEST(PerfCost, EveryOpOfATinyPassByHand) {
 }
 
 TEST(PerfCost, Qwen2BiasesByHand) {
-  model::Config q = tiny();
+  model::Config q = hand_config();
   q.arch = "qwen2";
   q.qkv_bias = true;
-  const Cost a = forward_cost(tiny(), pass(3, 2)), b = forward_cost(q, pass(3, 2));
+  const Cost a = forward_cost(hand_config(), pass(3, 2)), b = forward_cost(q, pass(3, 2));
   // One add per output of q (8) and k, v (4 each), per token and layer; the
   // f32 bias vectors read once per layer.
   EXPECT_DOUBLE_EQ(b[Op::Q].flops - a[Op::Q].flops, 2 * (3.0 * 8));
   EXPECT_DOUBLE_EQ(b[Op::K].flops - a[Op::K].flops, 2 * (3.0 * 4));
   EXPECT_DOUBLE_EQ(b.total().weight_bytes - a.total().weight_bytes, 2 * (8 + 4 + 4) * 4.0);
-  EXPECT_DOUBLE_EQ(param_count(q).total() - param_count(tiny()).total(), 2 * 16.0);
-  EXPECT_DOUBLE_EQ(weight_memory_bytes(q, 1.0) - weight_memory_bytes(tiny(), 1.0), 2 * 16 * 4.0);
+  EXPECT_DOUBLE_EQ(param_count(q).total() - param_count(hand_config()).total(), 2 * 16.0);
+  EXPECT_DOUBLE_EQ(weight_memory_bytes(q, 1.0) - weight_memory_bytes(hand_config(), 1.0), 2 * 16 * 4.0);
 }
 
 // gemma3 on the tiny config with a window of 3 and swa pattern 2: layer 0
 // local, layer 1 global.
 TEST(PerfCost, Gemma3SlidingWindowAndNormsByHand) {
-  model::Config g = tiny();
+  model::Config g = hand_config();
   g.arch = "gemma3";
   g.qk_norm = g.post_norms = true;
   g.ffn_act = model::FfnAct::GeluTanh;
   g.swa_window = 3;
   g.swa_pattern = 2;
-  const Cost a = forward_cost(tiny(), pass(3, 2)), b = forward_cost(g, pass(3, 2));
+  const Cost a = forward_cost(hand_config(), pass(3, 2)), b = forward_cost(g, pass(3, 2));
   // New tokens at positions 2, 3, 4: global sees 3 + 4 + 5 = 12 pairs,
   // local min(3, .) each: 9. Per head 2·head_dim FLOPs per pair.
   EXPECT_DOUBLE_EQ(b[Op::Scores].flops, 2.0 * 4 * 2 * (12 + 9));
@@ -125,28 +112,28 @@ TEST(PerfCost, Gemma3SlidingWindowAndNormsByHand) {
   EXPECT_DOUBLE_EQ(b[Op::AttnNorm].flops - a[Op::AttnNorm].flops, 2 * 4.0 * (3 * 3 * 4 + 3 * 8));
   EXPECT_DOUBLE_EQ(b[Op::FfnNorm].flops - a[Op::FfnNorm].flops, 2 * 4.0 * (3 * 8));
   EXPECT_DOUBLE_EQ(b[Op::SiluMul].flops, 2 * 9.0 * 3 * 16);
-  EXPECT_DOUBLE_EQ(param_count(g).norms - param_count(tiny()).norms, 2 * (2 * 4.0 + 2 * 8.0));
+  EXPECT_DOUBLE_EQ(param_count(g).norms - param_count(hand_config()).norms, 2 * (2 * 4.0 + 2 * 8.0));
 }
 
 TEST(PerfCost, CausalTriangleIsCountedExactly) {
   // Prefill of T tokens: T(T+1)/2 query-key pairs, not T².
   for (int64_t t : {1, 2, 7, 64}) {
-    const Cost c = forward_cost(tiny(), pass(t, 0));
+    const Cost c = forward_cost(hand_config(), pass(t, 0));
     EXPECT_DOUBLE_EQ(c[Op::Scores].flops, 2.0 * (2.0 * 4 * 2) * double(t * (t + 1) / 2)) << t;
   }
   // One decode step at position P attends over P + 1 positions.
-  EXPECT_DOUBLE_EQ(forward_cost(tiny(), pass(1, 99))[Op::Scores].flops, 2.0 * (2.0 * 4 * 2) * 100);
+  EXPECT_DOUBLE_EQ(forward_cost(hand_config(), pass(1, 99))[Op::Scores].flops, 2.0 * (2.0 * 4 * 2) * 100);
 }
 
 TEST(PerfCost, LogitsForAllTokensAndBatch) {
   Pass p = pass(5, 0);
-  EXPECT_DOUBLE_EQ(forward_cost(tiny(), p)[Op::LmHead].flops, 2.0 * 8 * 10);
+  EXPECT_DOUBLE_EQ(forward_cost(hand_config(), p)[Op::LmHead].flops, 2.0 * 8 * 10);
   p.logits_for_all_tokens = true;
-  EXPECT_DOUBLE_EQ(forward_cost(tiny(), p)[Op::LmHead].flops, 5 * 2.0 * 8 * 10);
+  EXPECT_DOUBLE_EQ(forward_cost(hand_config(), p)[Op::LmHead].flops, 5 * 2.0 * 8 * 10);
 
   // A batch shares the weights and multiplies everything per sequence.
-  const Cost one = forward_cost(tiny(), pass(1, 10, 1));
-  const Cost four = forward_cost(tiny(), pass(1, 10, 4));
+  const Cost one = forward_cost(hand_config(), pass(1, 10, 1));
+  const Cost four = forward_cost(hand_config(), pass(1, 10, 4));
   EXPECT_DOUBLE_EQ(four.flops(), 4 * one.flops());
   EXPECT_DOUBLE_EQ(four.total().kv_bytes, 4 * one.total().kv_bytes);
   EXPECT_DOUBLE_EQ(four[Op::Q].weight_bytes, one[Op::Q].weight_bytes);
@@ -193,11 +180,11 @@ TEST(PerfCost, KvBytesPerTokenGqaAgainstMha) {
   // Llama-2-7B: MHA, 32 KV heads of 128: four times as much.
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(resolve_model("llama-2-7b").config, 2.0), 524288.0);
   // Tiny: 2 · 2 layers · 4 · 2 bytes.
-  EXPECT_DOUBLE_EQ(kv_bytes_per_token(tiny(), 2.0), 32.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(hand_config(), 2.0), 32.0);
   // A whole cache: every layer keeps every position, unless it is a
   // sliding-window layer, which keeps the last swa_window of them.
-  EXPECT_DOUBLE_EQ(kv_cache_bytes(tiny(), 2.0, 10), 320.0);
-  model::Config g = tiny();
+  EXPECT_DOUBLE_EQ(kv_cache_bytes(hand_config(), 2.0, 10), 320.0);
+  model::Config g = hand_config();
   g.swa_window = 3;
   g.swa_pattern = 2;  // layer 0 local, layer 1 global
   EXPECT_DOUBLE_EQ(kv_cache_bytes(g, 2.0, 10), 2 * 4 * 2.0 * (3 + 10));

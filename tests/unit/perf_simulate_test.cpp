@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/hand_config.h"
 #include "common/error.h"
 #include "common/probed_machine.h"
 #include "perf/model_catalog.h"
@@ -13,20 +14,7 @@
 namespace kvlab::perf {
 namespace {
 
-// Same tiny model as perf_cost_test: 2 layers, d 8, ff 16, 2 heads + 1 KV head of 4, vocab 10.
-model::Config tiny() {
-  model::Config c;
-  c.arch = "llama";
-  c.n_layer = 2;
-  c.n_embd = 8;
-  c.n_ff = 16;
-  c.n_head = 2;
-  c.n_head_kv = 1;
-  c.head_dim = 4;
-  c.rope_dim = 4;
-  c.n_vocab = 10;
-  return c;
-}
+using test::hand_config;
 
 Machine ideal(double flops, double bw) {
   Machine m;
@@ -49,15 +37,15 @@ TEST(PerfSimulate, CrossoverOfTheTinyModelByHand) {
   shape.kv_bytes = 2.0;
   Pass p = shape;
   p.new_tokens = 3;
-  EXPECT_DOUBLE_EQ(forward_cost(tiny(), p).flops(), 44.0 * 9 + 2740.0 * 3 + 192);
-  EXPECT_DOUBLE_EQ(forward_cost(tiny(), p).dram_bytes(), 1392.0 + 8 * 3 + 64 * 3);
+  EXPECT_DOUBLE_EQ(forward_cost(hand_config(), p).flops(), 44.0 * 9 + 2740.0 * 3 + 192);
+  EXPECT_DOUBLE_EQ(forward_cost(hand_config(), p).dram_bytes(), 1392.0 + 8 * 3 + 64 * 3);
 
   const Machine m = ideal(100e9, 1e9);
-  EXPECT_EQ(nocache_crossover(tiny(), shape, m), std::optional<int64_t>(112));
+  EXPECT_EQ(nocache_crossover(hand_config(), shape, m), std::optional<int64_t>(112));
   p.new_tokens = 112;
-  EXPECT_EQ(time_pass(tiny(), p, m).bound, Bound::Memory);
+  EXPECT_EQ(time_pass(hand_config(), p, m).bound, Bound::Memory);
   p.new_tokens = 113;
-  EXPECT_EQ(time_pass(tiny(), p, m).bound, Bound::Compute);
+  EXPECT_EQ(time_pass(hand_config(), p, m).bound, Bound::Compute);
 }
 
 TEST(PerfSimulate, CrossoverMatchesAScanOnARealModel) {
@@ -79,7 +67,7 @@ TEST(PerfSimulate, PassTimeIsARooflinePlusOverhead) {
   m.layer_overhead_s = 1e-3;
   Pass p;
   p.weight_bytes = 1;
-  const PassTime t = time_pass(tiny(), p, m);
+  const PassTime t = time_pass(hand_config(), p, m);
   EXPECT_EQ(t.bound, Bound::Memory);
   EXPECT_DOUBLE_EQ(t.memory_s, t.bytes / 1e9);
   EXPECT_DOUBLE_EQ(t.overhead_s, 2e-3);
@@ -115,7 +103,7 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   p.past = 3;
   p.weight_bytes = 1.0;
   p.kv_bytes = 2.0;
-  const PassTime t = time_pass(tiny(), p, m);
+  const PassTime t = time_pass(hand_config(), p, m);
   EXPECT_DOUBLE_EQ(t.flops, 3240.0);
   EXPECT_DOUBLE_EQ(t.bytes, 1560.0);
   EXPECT_DOUBLE_EQ(t.dense_s, 0.616 + 0.328 + 1.192 + 0.512 + 0.2 + 2.0);
@@ -128,17 +116,17 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   // attention rate, here unset, so the matmul one: 2 · 44 · 9 = 792 FLOP at
   // 1000/s = 0.792 s; KV 2 · (16 + 16 + 2 · 40) = 224 bytes, 0.224 s.
   p.new_tokens = 2;
-  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792);
+  EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792);
   // The engine's tasks: one per token and KV head, 2 here. On 1 thread no
   // tail; on 3 threads the slowest runs 1, not 2/3: x 1.5; on 4 threads, x 2
   // (2 tasks < 2 per thread: each is split into 128-position chunks, but 5
   // positions make one chunk).
   m.threads = 1;
-  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792);
+  EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792);
   m.threads = 3;
-  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792 * 1.5);
+  EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792 * 1.5);
   m.threads = 4;
-  EXPECT_DOUBLE_EQ(time_pass(tiny(), p, m).attention_s, 0.792 * 2);
+  EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792 * 2);
 }
 
 // The probed machine of tests/common/probed_machine.h.
