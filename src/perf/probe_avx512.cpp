@@ -4,32 +4,21 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "perf/probe.h"
 
 namespace kvlab::perf::probe_kernels {
 namespace {
 
-// Horizontal sums through memory (GCC 12's _mm512_reduce_* trip -Wuninitialized).
-uint64_t hsum_epi64(__m512i v) {
-  alignas(64) uint64_t l[8];
-  _mm512_store_si512(l, v);
-  uint64_t s = 0;
-  for (uint64_t x : l) s += x;
-  return s;
-}
-double hsum_epi32(__m512i v) {
-  alignas(64) int32_t l[16];
-  _mm512_store_si512(l, v);
-  double s = 0;
-  for (int32_t x : l) s += x;
-  return s;
-}
-double hsum_ps(__m512 v) {
-  alignas(64) float l[16];
-  _mm512_store_ps(l, v);
-  double s = 0;
-  for (float x : l) s += x;
+// The sum of a vector's lanes of type Lane, through memory (GCC 12's
+// _mm512_reduce_* trip -Wuninitialized).
+template <class Lane, class Sum = double, class Vec>
+Sum lane_sum(Vec v) {
+  Lane l[sizeof(Vec) / sizeof(Lane)];
+  std::memcpy(l, &v, sizeof v);
+  Sum s = 0;
+  for (Lane x : l) s += Sum(x);
   return s;
 }
 
@@ -48,7 +37,7 @@ uint64_t read_sum(const void* p, size_t bytes) {
     s2 = _mm512_add_epi64(s2, _mm512_load_si512(v + i + 6));
     s3 = _mm512_add_epi64(s3, _mm512_load_si512(v + i + 7));
   }
-  return hsum_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+  return lane_sum<uint64_t, uint64_t>(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
 }
 
 // 16 independent vfmadd231ps zmm chains (latency 4 x 2 FMA ports needs 8;
@@ -65,7 +54,7 @@ double fp32(uint64_t iters) {
   }
   __m512 s = _mm512_setzero_ps();
   for (int j = 0; j < kAcc; ++j) s = _mm512_add_ps(s, c[j]);
-  return hsum_ps(s);
+  return lane_sum<float>(s);
 }
 
 // VNNI: vpdpbusd multiplies 64 u8 x s8 pairs and adds groups of 4 into 16
@@ -112,7 +101,7 @@ double int8_vnni(uint64_t iters) {
                        _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7))),
       _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)),
                        _mm512_add_epi32(_mm512_add_epi32(c12, c13), _mm512_add_epi32(c14, c15))));
-  return hsum_epi32(s);
+  return lane_sum<int32_t>(s);
 }
 
 }  // namespace
