@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/pair_merge.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
@@ -151,23 +152,7 @@ class BpeTokenizer final : public TokenizerBase {
       auto it = merges_.find(key(sym[l].id, sym[r].id));
       if (it != merges_.end()) queue.push({it->second.rank, l, r, it->second.result, sym[l].length + sym[r].length});
     };
-    for (int32_t i = 1; i < int32_t(sym.size()); ++i) try_pair(i - 1, i);
-
-    while (!queue.empty()) {
-      const Pair p = queue.top();
-      queue.pop();
-      Symbol& l = sym[p.left];
-      Symbol& r = sym[p.right];
-      // Stale entry: one side was merged since (lengths only ever grow).
-      if (l.length == 0 || r.length == 0 || l.length + r.length != p.length) continue;
-      l.id = p.result;
-      l.length += r.length;
-      r.length = 0;
-      l.next = r.next;
-      if (r.next >= 0) sym[r.next].prev = p.left;
-      try_pair(l.prev, p.left);
-      try_pair(p.left, l.next);
-    }
+    merge_pairs(sym, queue, try_pair, [](Symbol& l, const Pair& p) { l.id = p.result; });
 
     for (int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[i].next) {
       const Symbol& s = sym[i];

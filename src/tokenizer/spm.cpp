@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/pair_merge.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -116,21 +117,7 @@ class SpmTokenizer final : public TokenizerBase {
       const int32_t id = find_token(std::string_view(s).substr(sym[l].start, len));
       if (id >= 0) queue.push({score(id), l, r, len});
     };
-    for (int32_t i = 1; i < int32_t(sym.size()); ++i) try_pair(i - 1, i);
-
-    while (!queue.empty()) {
-      const Pair p = queue.top();
-      queue.pop();
-      Symbol& l = sym[p.left];
-      Symbol& r = sym[p.right];
-      if (l.length == 0 || r.length == 0 || l.length + r.length != p.length) continue;  // stale
-      l.length += r.length;
-      r.length = 0;
-      l.next = r.next;
-      if (r.next >= 0) sym[r.next].prev = p.left;
-      try_pair(l.prev, p.left);
-      try_pair(p.left, l.next);
-    }
+    merge_pairs(sym, queue, try_pair, [](Symbol&, const Pair&) {});
 
     for (int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[i].next) {
       const Symbol& x = sym[i];
