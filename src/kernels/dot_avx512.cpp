@@ -39,6 +39,7 @@
 #include <cstring>
 
 #include "kernels/dot.h"
+#include "kernels/dot_shapes.h"
 #include "kernels/q4_k_rows8.h"
 #include "kernels/q6_k_rows8.h"
 #include "kernels/tile_count.h"
@@ -270,17 +271,6 @@ struct Q6_KVnni {
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
   }
 };
-
-// A K-quant kernel struct's rows8 entry (dot.h): its tokens in passes of
-// up to 4.
-template <class Kernel>
-void kquant_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens,
-                  size_t n, float* y, size_t y_stride) {
-  with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Kernel::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y,
-                             y_stride);
-  });
-}
 
 // One group against NT tokens (up to 8): the block's 8 weight vectors are
 // loaded once and meet all NT activation rows. Each token's block sum runs

@@ -251,17 +251,6 @@ struct Q45_KRows8 {
   }
 };
 
-// A K-quant kernel struct's rows8 entry (dot.h): its tokens in passes of
-// up to 4.
-template <class Kernel>
-void kquant_rows8(const void* group, const void* act, size_t a_stride, const float*, size_t, size_t n_tokens,
-                  size_t n, float* y, size_t y_stride) {
-  with_tile_count<4>(n_tokens, [&]<int NT>() {
-    Kernel::template run<NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, n, y,
-                             y_stride);
-  });
-}
-
 // q6_k (q6_k_rows8.h) with vpmaddubsw: one weight vector k at a time, so
 // NT tokens' sums fit the 16 registers; a run's u8 x s8 pair sums are at
 // most 2 * 63 * 128 = 16128, so two runs add in int16 before vpmaddwd
