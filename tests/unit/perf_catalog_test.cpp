@@ -6,23 +6,17 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/error_text.h"
 #include "common/scratch_dir.h"
+#include "perf/cost.h"
 #include "perf/hardware.h"
 #include "perf/hw_profile.h"
-#include "perf/cost.h"
 #include "perf/model_catalog.h"
 
 namespace kvlab::perf {
 namespace {
 
-std::string error_of(const auto& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(PerfHardware, CatalogHasTheRequiredDevicesWithSources) {
   for (const char* id : {"h100", "h200", "a100", "l4", "l40s", "rtx4090", "rtx3090", "m2-ultra", "m3-max", "epyc-9654"})

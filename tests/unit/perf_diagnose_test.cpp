@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/error_text.h"
 #include "common/probed_machine.h"
 #include "perf/diagnose.h"
 #include "perf/model_catalog.h"
@@ -150,14 +151,7 @@ TEST(PerfDiagnose, AProbedMachineIsPricedWithItsMeasuredKernels) {
 }
 
 TEST(PerfDiagnose, BadInputsAndRunJson) {
-  auto msg = [](const DiagnoseOptions& in) -> std::string {
-    try {
-      diagnose(in);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "(no error)";
-  };
+  auto msg = [](const DiagnoseOptions& in) { return test::error_of([&] { diagnose(in); }); };
   EXPECT_EQ(msg(eight_b(0, 2)), "--ttft-ms must be a positive number");
   EXPECT_EQ(msg(eight_b(50, -1)), "--decode-tok-s must be a positive number");
 

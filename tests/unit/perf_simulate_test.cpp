@@ -4,8 +4,9 @@
 
 #include <cmath>
 
-#include "common/hand_config.h"
 #include "common/error.h"
+#include "common/error_text.h"
+#include "common/hand_config.h"
 #include "common/probed_machine.h"
 #include "perf/model_catalog.h"
 #include "perf/simulate.h"
@@ -259,14 +260,7 @@ TEST(PerfSimulate, EightBOnH100WithAndWithoutCache) {
 TEST(PerfSimulate, BadInputsAreRejected) {
   const ResolvedModel m = resolve_model("smollm2-135m");
   const Hardware hw = find_hardware("l4");
-  auto msg = [&](SimOptions o) -> std::string {
-    try {
-      simulate(m.id, m.config, hw, o);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "(no error)";
-  };
+  auto msg = [&](SimOptions o) { return test::error_of([&] { simulate(m.id, m.config, hw, o); }); };
   SimOptions o;
   o.prompt = 0;
   EXPECT_EQ(msg(o), "--prompt must be at least 1 token");

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/error_text.h"
 #include "common/scratch_dir.h"
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
@@ -25,14 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const auto& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 using TempDir = test::ScratchDir;
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/error_text.h"
 #include "sample/sampler.h"
 
 namespace kvlab::sample {
@@ -206,14 +207,7 @@ TEST(Sampler, ASeedRepeatsItsDrawsAndAnotherSeedDoesNot) {
 }
 
 TEST(Sampler, RejectsOutOfRangeParameters) {
-  auto error_of = [](Params p) {
-    try {
-      validate(p);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto error_of = [](Params p) { return test::error_of([&] { validate(p); }); };
   Params p;
   p.temperature = -1.f;
   EXPECT_EQ(error_of(p), "--temp must be >= 0");
