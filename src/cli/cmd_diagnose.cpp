@@ -92,10 +92,10 @@ void add_diagnose_command(CLI::App& root) {
                           "(defaults: the seed's case, an 8B model at TTFT 50 ms and 2 tok/s)");
   app->add_option("--ttft-ms", o->ttft_ms, "measured time to first token, ms")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--decode-tok-s", o->decode_tok_s, "measured decode rate, tokens/s per stream")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--prompt-tokens", o->prompt_tokens, "prompt length behind the TTFT")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 22));
@@ -119,10 +119,10 @@ void add_diagnose_command(CLI::App& root) {
   app->add_option("--answer", o->answer, "grade this free-text diagnosis (phase, resource, upgrade) instead");
   app->add_option("--target-ttft-ms", o->target_ttft_ms, "TTFT a user should not have to exceed")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--target-tok-s", o->target_tok_s, "decode rate a user should get at least")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   o->eff_options[0] = app->add_option("--eff-bw", o->eff_bw,
                                       "achievable fraction of peak memory bandwidth (with --hw this and none of "
                                       "these three set, the user's machine gets what kvlab's kernels reach on it)")

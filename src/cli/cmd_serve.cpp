@@ -99,7 +99,7 @@ void add_serve_command(CLI::App& root) {
       ->check(CLI::Range(1, 256));
   app->add_option("-c,--ctx-size", o->model.n_ctx, "context size per slot in tokens (0: min(training context, 4096))")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   app->add_option("-t,--threads", o->model.threads, "threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));

@@ -15,6 +15,29 @@
 namespace kvlab::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+CLI::Validator sign_check(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "expected a number, got '" + text + "'";
+        if (v > 0 || (zero_allowed && v == 0)) return {};
+        return std::string(zero_allowed ? "must be 0 or more" : "must be above 0") + ", got " + text;
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");
+}
+}  // namespace
+
+const CLI::Validator& positive_number() {
+  static const CLI::Validator v = sign_check(false);
+  return v;
+}
+
+const CLI::Validator& non_negative_number() {
+  static const CLI::Validator v = sign_check(true);
+  return v;
+}
 constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 std::string default_model_path() {
@@ -50,7 +73,7 @@ void add_model_option(CLI::App& app, ModelOptions& o) {
 
 void add_session_options(CLI::App& app, ModelOptions& o) {
   app.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(training context, 4096))")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(non_negative_number());
   app.add_option("-t,--threads", o.threads, "threads (0: all cores)")->capture_default_str()->check(CLI::Range(0, 1024));
   app.add_flag("--no-kv-cache", o.no_kv_cache, "recompute the whole sequence at every step (no KV cache)");
   app.add_option("--kv-type", o.kv_type, "KV cache element type")

@@ -23,6 +23,12 @@ struct ModelOptions {
   bool mmap = false;       // --mmap: map the file instead of reading it into huge pages
 };
 
+// Option checks for a number above zero, or zero or above. CLI11's
+// PositiveNumber and NonNegativeNumber name the largest double, all 309
+// digits of it, in their messages; these say what is wanted and what came.
+const CLI::Validator& positive_number();
+const CLI::Validator& non_negative_number();
+
 void add_model_option(CLI::App& app, ModelOptions& o);  // -m --mmap
 void add_residency_option(CLI::App& app, bool& mmap);   // --mmap
 gguf::Residency residency(bool mmap);

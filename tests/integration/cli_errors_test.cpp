@@ -10,6 +10,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/scratch_dir.h"
 #include "common/tiny_model.h"
@@ -181,6 +184,18 @@ TEST(CliErrors, BadOptions) {
   expect_one_line_error(r, "--profile needs -o md or json: its stage tables have no csv form");
   r = run_kvlab("frobnicate");
   EXPECT_NE(r.status, 0);
+  // A number out of range says what is wanted (not CLI11's range up to the
+  // largest double, 309 digits).
+  for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
+           {"run -p hi -c -3", "--ctx-size: must be 0 or more, got -3"},
+           {"diagnose --ttft-ms -1", "--ttft-ms: must be above 0, got -1"},
+           {"diagnose --decode-tok-s 0", "--decode-tok-s: must be above 0, got 0"},
+           {"diagnose --ttft-ms fast", "--ttft-ms: expected a number, got 'fast'"}}) {
+    r = run_kvlab(args);
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n')), line) << args;
+    EXPECT_LT(r.err.size(), 200u) << args;
+  }
   // serve: a KV pool too small for one context is refused once the model is
   // loaded (after the "listening" line), not discovered by a request later.
   r = run_kvlab("serve -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf -c 128 --kv-blocks 3" +
