@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -103,11 +102,22 @@ engine::SessionOptions session_options(const ModelOptions& o, const model::Confi
 }
 
 std::string read_file(const std::string& path) {
+  // The files read here are prompts and run records: a cap keeps a device
+  // or a wrong path (-f /dev/zero) from filling the memory. 64 MiB is far
+  // more text than any context holds.
+  constexpr size_t kMaxBytes = size_t(64) << 20;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(path + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, size_t(in.gcount()));
+    if (text.size() > kMaxBytes) throw Error(path + ": larger than 64 MiB, too large for a prompt or a run record");
+  }
+  if (in.bad()) throw Error(path + ": read error");
+  return text;
 }
 
 void add_verdict_fields(nlohmann::json& j, const perf::Verdict& v) {

@@ -184,6 +184,13 @@ TEST(CliErrors, BadOptions) {
   expect_one_line_error(r, "--profile needs -o md or json: its stage tables have no csv form");
   r = run_kvlab("frobnicate");
   EXPECT_NE(r.status, 0);
+  // A prompt file that is no file, or never ends, is refused, not read into
+  // all the memory there is.
+  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf";
+  expect_one_line_error(run_kvlab("run -m " + tiny + " -f /dev/zero"),
+                        "/dev/zero: larger than 64 MiB, too large for a prompt or a run record");
+  expect_one_line_error(run_kvlab("tokenize -m " + tiny + " -f " + scratch().path.string()),
+                        scratch().path.string() + ": is a directory, not a file");
   // A number out of range says what is wanted (not CLI11's range up to the
   // largest double, 309 digits).
   for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
