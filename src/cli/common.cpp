@@ -37,6 +37,7 @@ const CLI::Validator& non_negative_number() {
   static const CLI::Validator v = sign_check(true);
   return v;
 }
+
 constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 std::string default_model_path() {
