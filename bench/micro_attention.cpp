@@ -7,6 +7,7 @@
 //   attend/<kv type>/pos:1024/group:<G>          (best ISA; G query heads per KV head)
 //   attend_step/<kv type>/pos:<n>/layers:<L>   (best ISA)
 //   attend_batch/<kv type>/pos:<100|2048>/layers:<L>/threads:2/<isa>
+//   attend_batch/<kv type>/pos:2048/layers:<1|90>/threads:<1|2>/<isa>
 //
 // attend_step is one decode step's attention on one thread: all 3 KV heads
 // of L layers, each layer's K and V in its own buffer, head-major as in the
@@ -21,7 +22,10 @@
 // read again, as in the engine, where the weights stream through the cache
 // between two steps; with L = 30 (47 MiB) part of them is (this 32 MiB-L3 VM:
 // f16, 2 threads, 31 GB/s at L = 30, 24 GB/s at L = 90, and the engine's
-// attention at 2048 positions costs what L = 90 predicts).
+// attention at 2048 positions costs what L = 90 predicts). At pos:2048,
+// layers:1 (cached) and layers:90 (DRAM) also run on 1 thread: what the
+// second thread adds (docs/performance-log.md, 2026-12-01 21:40: from
+// 51.9 us to 29-45 us in cache, from 6.1-9.2 ms to 4.4-6.0 ms from DRAM).
 //
 // bytes/s counts the K and V rows read (2 * n_pos * one head's row bytes);
 // at pos:4096 with f16 that is 1 MiB per KV head, more than L2 on most CPUs.
@@ -151,17 +155,22 @@ int register_all() {
       const std::string name = "attend_step/" + dtype_name(kv) + "/pos:2048/layers:" + std::to_string(layers);
       benchmark::RegisterBenchmark(name.c_str(), BM_attend_step, kv, 2048, layers);
     }
+  struct BatchCase {
+    int n_pos, layers, threads;
+  };
+  const BatchCase batch_cases[] = {{100, 30, 2}, {100, 90, 2}, {2048, 30, 2}, {2048, 90, 2},
+                                   {2048, 1, 1},  {2048, 1, 2},  {2048, 90, 1}};
   for (DType kv : {DType::F16, DType::Q8_0})
-    for (int n_pos : {100, 2048})
-      for (int layers : {30, 90})
-        for (kernels::Isa isa : available_isas()) {
-          if (isa == kernels::Isa::Scalar) continue;
-          const std::string name = "attend_batch/" + dtype_name(kv) + "/pos:" + std::to_string(n_pos) +
-                                   "/layers:" + std::to_string(layers) + "/threads:2/" + kernels::isa_name(isa);
-          benchmark::RegisterBenchmark(name.c_str(), BM_attend_batch, kv, n_pos, layers, 2, isa)
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond);
-        }
+    for (const BatchCase& b : batch_cases)
+      for (kernels::Isa isa : available_isas()) {
+        if (isa == kernels::Isa::Scalar) continue;
+        const std::string name = "attend_batch/" + dtype_name(kv) + "/pos:" + std::to_string(b.n_pos) + "/layers:" +
+                                 std::to_string(b.layers) + "/threads:" + std::to_string(b.threads) + "/" +
+                                 kernels::isa_name(isa);
+        benchmark::RegisterBenchmark(name.c_str(), BM_attend_batch, kv, b.n_pos, b.layers, b.threads, isa)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
   for (DType kv : {DType::F16, DType::F32, DType::Q8_0})
     for (int n : {128, 1024, 4096})
       for (kernels::Isa isa : available_isas()) {
