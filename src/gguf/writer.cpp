@@ -1,5 +1,6 @@
 #include "gguf/writer.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -9,10 +10,13 @@
 namespace kvlab::gguf {
 namespace {
 
+// Grown by resize and filled by memcpy: GCC 12 warns (-Wstringop-overflow,
+// a false positive) on a range insert into the still-empty vector.
 template <class T>
 void put(std::vector<uint8_t>& out, T v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
 }
 void put_string(std::vector<uint8_t>& out, const std::string& s) {
   put<uint64_t>(out, s.size());
@@ -123,7 +127,7 @@ void Writer::write(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(tmp + ": cannot create");
+    if (!f) throw Error(tmp + ": cannot create: " + std::strerror(errno));
     f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
     if (!f.flush()) {
       std::remove(tmp.c_str());
@@ -131,8 +135,9 @@ void Writer::write(const std::string& path) const {
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
     std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename the finished file into place");
+    throw Error(path + ": cannot rename the finished file into place: " + std::strerror(err));
   }
 }
 
