@@ -191,6 +191,11 @@ TEST(CliErrors, BadOptions) {
                         "/dev/zero: larger than 64 MiB, too large for a prompt or a run record");
   expect_one_line_error(run_kvlab("tokenize -m " + tiny + " -f " + scratch().path.string()),
                         scratch().path.string() + ": is a directory, not a file");
+  // quantize into a directory: refused after writing, the temporary file removed.
+  const std::string dir = scratch().path.string();
+  expect_one_line_error(run_kvlab("quantize " + tiny + " " + dir + " --type f16"),
+                        dir + ": cannot rename the finished file into place: Is a directory");
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
   // A number out of range says what is wanted (not CLI11's range up to the
   // largest double, 309 digits).
   for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
