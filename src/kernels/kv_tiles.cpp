@@ -72,9 +72,13 @@ inline void prefetch_for_write(const uint8_t* p) { asm volatile("prefetchw %0" :
 
 void prefetch_store(DType t, bool key, const uint8_t* run, int pos, size_t head_dim) {
   const size_t row_bytes = *tensor::row_bytes(t, head_dim);
-  auto lines = [](const uint8_t* p, size_t n) {
-    for (size_t o = 0; o < n; o += 64) prefetch_for_write(p + o);
-    prefetch_for_write(p + n - 1);
+  // One prefetch per line: a slot's pieces in a tile are 2 or 4 bytes, and
+  // pieces one after another mostly share a line (f16 K: two elements a
+  // line, so 32 prefetches for a head of 64 rather than two per element).
+  uintptr_t last = ~uintptr_t(0);
+  auto lines = [&](const uint8_t* p, size_t n) {
+    for (uintptr_t line = uintptr_t(p) / 64; line <= (uintptr_t(p) + n - 1) / 64; ++line)
+      if (line != last) prefetch_for_write(reinterpret_cast<const uint8_t*>((last = line) * 64));
   };
   if (!k_tiled(t)) return lines(run + size_t(pos) * row_bytes, row_bytes);
   const uint8_t* tile = run + size_t(pos / kKvTileRows) * kKvTileRows * row_bytes;
