@@ -1,6 +1,7 @@
 // kvlab run: generate from a prompt, streaming the text, then report timings.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -15,7 +16,8 @@ namespace {
 
 struct RunOptions {
   ModelOptions m;
-  std::string prompt, file;
+  std::optional<std::string> prompt;  // set, even to "", when -p is given
+  std::string file;
   int n_predict = 128;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
   int top_k = 40;
@@ -48,12 +50,12 @@ nlohmann::json roofline_json(const engine::Attribution& a) {
 }
 
 void run(const RunOptions& o) {
-  if (o.prompt.empty() == o.file.empty()) throw Error("give exactly one of -p PROMPT or -f FILE");
-  std::string text = o.file.empty() ? o.prompt : read_file(o.file);
+  if (o.prompt.has_value() == !o.file.empty()) throw Error("give exactly one of -p PROMPT or -f FILE");
+  std::string text = o.prompt ? *o.prompt : read_file(o.file);
   Loaded l = load(o.m);
   if (o.chat) text = l.tokenizer->apply_chat({{"user", text}});
   const std::vector<int32_t> prompt = l.tokenizer->encode(text, true, true);
-  if (prompt.empty()) throw Error("the prompt encodes to no tokens");
+  if (prompt.empty()) throw Error("the prompt is empty and this model adds no BOS token: nothing to start from");
 
   engine::GenerateOptions g;
   g.n_predict = o.n_predict;

@@ -1,6 +1,7 @@
 // kvlab tokenize: print the ids (and pieces) a text encodes to.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -13,13 +14,14 @@ namespace kvlab::cli {
 namespace {
 
 struct TokenizeOptions {
-  std::string model, prompt, file;
+  std::string model, file;
+  std::optional<std::string> prompt;  // set, even to "", when -p is given
   bool json = false, no_bos = false, no_special = false;
 };
 
 void tokenize(const TokenizeOptions& o) {
-  if (o.prompt.empty() == o.file.empty()) throw Error("give exactly one of -p TEXT or -f FILE");
-  const std::string text = o.file.empty() ? o.prompt : read_file(o.file);
+  if (o.prompt.has_value() == !o.file.empty()) throw Error("give exactly one of -p TEXT or -f FILE");
+  const std::string text = o.prompt ? *o.prompt : read_file(o.file);
   // Only the vocabulary is needed: skip binding the weights.
   const gguf::File file = gguf::File::open(resolve_model_path(o.model));
   const auto tok = tokenizer::Tokenizer::create(tokenizer::vocab_from_gguf(file));
