@@ -18,6 +18,7 @@ void add_simulate_command(CLI::App& root);
 void add_diagnose_command(CLI::App& root);
 void add_probe_command(CLI::App& root);
 void add_serve_command(CLI::App& root);
+void add_perplexity_command(CLI::App& root);
 
 // Path of the default model (models/SmolLM2-135M-Instruct.Q4_1.gguf next to
 // the source tree, or $KVLAB_MODEL_DIR), used when -m is not given.

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   kvlab::cli::add_diagnose_command(app);
   kvlab::cli::add_probe_command(app);
   kvlab::cli::add_serve_command(app);
+  kvlab::cli::add_perplexity_command(app);
   try {
     apply_isa_override();
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 #include "engine/session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -64,6 +65,47 @@ std::span<const float> Session::prefill(std::span<const int32_t> ids) {
   run(opt_.kv_cache ? from : 0, Phase::Prefill);
   if (!opt_.kv_cache) cache_.clear(0);
   return logits_;
+}
+
+std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
+  if (ids.size() < skip + 2) throw Error("scoring needs at least two tokens past the skipped ones");
+  if (history_.size() + ids.size() > size_t(opt_.n_ctx))
+    throw Error(std::to_string(ids.size()) + " tokens do not fit the context of " + std::to_string(opt_.n_ctx) +
+                " (raise -c)");
+  const size_t V = size_t(model_.config().n_vocab);
+  const size_t pass = std::clamp<size_t>(kScoreLogitBytes / (V * sizeof(float)), 1, size_t(opt_.max_batch));
+  std::vector<float> logits(pass * V);
+  // Positions whose logits predict a scored id: [scored_from, end - 1).
+  const size_t from = history_.size(), scored_from = from + skip;
+  // Without a cache the appended ids still go through in passes over the
+  // cache, as one recomputation would, and nothing is kept after.
+  if (!opt_.kv_cache) cache_.clear(0);
+  history_.insert(history_.end(), ids.begin(), ids.end());
+  const size_t last = history_.size() - 1;
+  std::vector<double> out(last - scored_from);
+  for (size_t start = opt_.kv_cache ? from : 0; start < history_.size(); start += pass) {
+    const size_t end = std::min(history_.size(), start + pass);
+    batch_.clear();
+    for (size_t i = start; i < end; ++i) batch_.push_back({history_[i], int32_t(i), 0, i >= scored_from});
+    const auto t0 = Clock::now();
+    model_.forward(batch_, cache_, ws_, pool_, logits.data());
+    trace_.steps.push_back({Phase::Prefill, int(end - start), int(start), seconds_since(t0)});
+    // Row r of `logits` is position first_row + r (forward packs the rows
+    // that asked for logits, in order).
+    const size_t first_row = std::max(start, scored_from);
+    const size_t rows_end = std::min(end, last), rows = rows_end > first_row ? rows_end - first_row : 0;
+    pool_.for_each(rows, [&](size_t r, int) {
+      const size_t i = first_row + r;
+      const float* row = &logits[r * V];
+      const float m = *std::max_element(row, row + V);
+      double sum = 0;
+      for (size_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - double(m));
+      out[i - scored_from] = double(row[size_t(history_[i + 1])]) - double(m) - std::log(sum);
+    });
+    if (end == history_.size()) std::copy_n(&logits[(end - 1 - first_row) * V], V, logits_.data());
+  }
+  if (!opt_.kv_cache) cache_.clear(0);
+  return out;
 }
 
 std::span<const float> Session::decode(int32_t id) {

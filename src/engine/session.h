@@ -36,6 +36,14 @@ class Session {
   std::span<const float> prefill(std::span<const int32_t> ids);
   // Appends one token and returns the logits that follow it.
   std::span<const float> decode(int32_t id);
+  // Appends `ids` (at least two) as prefill does and returns, for each id
+  // after the first `skip` + 1, its natural-log probability under the model
+  // given all the tokens before it: out[i] = log p(ids[skip+i+1] | ...,
+  // ids[skip+i]), from the raw logits (log-softmax in double; no temperature
+  // or other sampling transform). The LM head runs on every scored position,
+  // in passes whose logits stay under kScoreLogitBytes.
+  std::vector<double> score(std::span<const int32_t> ids, size_t skip = 0);
+  static constexpr size_t kScoreLogitBytes = size_t(64) << 20;
 
   void reset();  // forget the sequence (keeps buffers)
   int n_past() const { return int(history_.size()); }

@@ -192,6 +192,10 @@ TEST(CliErrors, BadOptions) {
                         "/dev/zero: larger than 64 MiB, too large for a prompt or a run record");
   expect_one_line_error(run_kvlab("tokenize -m " + tiny + " -f " + scratch().path.string()),
                         scratch().path.string() + ": is a directory, not a file");
+  // perplexity on a text shorter than two contexts: llama-perplexity asks
+  // for as much.
+  expect_one_line_error(run_kvlab("perplexity -m " + tiny + " -f " + std::string(KVLAB_SOURCE_DIR) + "/tests/golden/perplexity-text.txt -c 2048"),
+                        "the text has 3137 tokens; perplexity at a context of 2048 needs at least 4096 (lower -c)");
   // quantize into a directory: refused after writing, the temporary file removed.
   const std::string dir = scratch().path.string();
   expect_one_line_error(run_kvlab("quantize " + tiny + " " + dir + " --type f16"),
@@ -218,7 +222,7 @@ TEST(CliErrors, BadOptions) {
 }
 
 TEST(CliErrors, EverySubcommandHasHelp) {
-  for (const char* cmd : {"run", "tokenize", "info", "demo", "bench", "quantize", "simulate", "diagnose", "probe", "serve"}) {
+  for (const char* cmd : {"run", "tokenize", "info", "demo", "bench", "quantize", "simulate", "diagnose", "probe", "serve", "perplexity"}) {
     const Result r = run_kvlab(std::string(cmd) + " --help");
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.out.find("Usage:"), std::string::npos) << cmd;

@@ -1,0 +1,42 @@
+// Perplexity of a model on a text, with llama.cpp's `llama-perplexity`
+// method so the two engines' figures compare:
+//  - the text's tokens are cut into chunks of n_ctx (the session's context);
+//    what is left after the last whole chunk is not scored;
+//  - each chunk is a fresh sequence; where the model adds BOS, its first
+//    token is replaced by BOS;
+//  - only the second half of each chunk is scored: the predictions of the
+//    tokens at chunk positions n_ctx/2 + 1 .. n_ctx - 1, each with at least
+//    n_ctx/2 tokens before it;
+//  - PPL = exp(mean NLL) over every scored token of every chunk, and its
+//    uncertainty PPL * sqrt(var(NLL) / (n - 1)), the standard error of the
+//    mean NLL carried through exp (first order).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/session.h"
+
+namespace kvlab::engine {
+
+struct PerplexityResult {
+  int chunks = 0;
+  int tokens_per_chunk = 0;  // n_ctx
+  int64_t scored = 0;        // predictions scored, over all chunks
+  double nll = 0;            // mean negative log-likelihood (nats per token)
+  double ppl = 0, ppl_err = 0;
+  std::vector<double> token_nll;    // every scored prediction's NLL, chunk after chunk
+  std::vector<double> running_ppl;  // exp(mean NLL) after each chunk, as llama.cpp prints it
+  double seconds = 0;               // forward passes only (the tokens' evaluation)
+  double tok_s() const { return seconds > 0 ? double(chunks) * tokens_per_chunk / seconds : 0.0; }
+};
+
+// `bos` < 0: the model adds no BOS. `max_chunks` < 0: every whole chunk.
+// Throws kvlab::Error when the text has fewer than 2 * n_ctx tokens (one
+// chunk would score half a context; llama.cpp asks for the same), or when
+// n_ctx is under 4. `on_chunk(i, running ppl)` reports progress.
+PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens, int32_t bos, int max_chunks,
+                            const std::function<void(int, double)>& on_chunk = {});
+
+}  // namespace kvlab::engine
