@@ -82,6 +82,31 @@ TEST(Perplexity, RefusesTooShortATextAndEmptyChunkCounts) {
   EXPECT_EQ(engine::perplexity(s, enough, 1, -1).chunks, 2);
 }
 
+// Session::score after a prefill: with the cache it runs only the new ids;
+// without one (--no-kv-cache keeps nothing between calls) it recomputes the
+// whole sequence and scores the new ids. Both give the same figures, up to
+// summation order, and the second keeps no K/V afterwards.
+TEST(Perplexity, ScoreAfterAPrefillWithAndWithoutTheCache) {
+  const auto& lm = test::load_model(test::kStories);
+  const std::vector<int32_t> ids = lm.tok->encode(read_text(test::kGoldenDir + "/perplexity-text.txt"), true, false);
+  const std::span<const int32_t> head(ids.data(), 20), tail(ids.data() + 20, 70);
+  engine::SessionOptions o;
+  o.n_ctx = 96;
+  o.max_batch = 32;  // several passes
+  engine::Session cached(*lm.model, o);
+  o.kv_cache = false;
+  engine::Session recomputed(*lm.model, o);
+  cached.prefill(head);
+  recomputed.prefill(head);
+  const std::vector<double> a = cached.score(tail, 5), b = recomputed.score(tail, 5);
+  ASSERT_EQ(a.size(), tail.size() - 6);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << i;
+  EXPECT_EQ(recomputed.kv_bytes_in_use(), 0u);
+  EXPECT_EQ(cached.n_past(), 90);
+  EXPECT_EQ(recomputed.n_past(), 90);
+}
+
 struct Reference {
   nlohmann::json j;
   std::vector<double> nll;
