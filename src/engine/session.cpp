@@ -1,10 +1,10 @@
 #include "engine/session.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "common/error.h"
+#include "sample/sampler.h"
 
 namespace kvlab::engine {
 
@@ -96,11 +96,8 @@ std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
     const size_t rows_end = std::min(end, last), rows = rows_end > first_row ? rows_end - first_row : 0;
     pool_.for_each(rows, [&](size_t r, int) {
       const size_t i = first_row + r;
-      const float* row = &logits[r * V];
-      const float m = *std::max_element(row, row + V);
-      double sum = 0;
-      for (size_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - double(m));
-      out[i - scored_from] = double(row[size_t(history_[i + 1])]) - double(m) - std::log(sum);
+      const std::span<const float> row(&logits[r * V], V);
+      out[i - scored_from] = double(row[size_t(history_[i + 1])]) - sample::log_sum_exp(row);
     });
     if (end == history_.size()) std::copy_n(&logits[(end - 1 - first_row) * V], V, logits_.data());
   }

@@ -100,4 +100,37 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   return cand_.back().id;
 }
 
+double log_sum_exp(std::span<const float> logits) {
+  const double m = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(double(l) - m);
+  return m + std::log(sum);
+}
+
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int n) {
+  const size_t k = std::min(size_t(std::max(n, 0)), logits.size());
+  // A min-heap of the k best so far: one pass over the vocabulary.
+  auto better = [&](int32_t a, int32_t b) {
+    const float la = logits[size_t(a)], lb = logits[size_t(b)];
+    return la > lb || (la == lb && a < b);
+  };
+  std::vector<int32_t> heap;
+  heap.reserve(k + 1);
+  for (size_t i = 0; i < logits.size() && k > 0; ++i) {
+    if (heap.size() < k) {
+      heap.push_back(int32_t(i));
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(int32_t(i), heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = int32_t(i);
+      std::push_heap(heap.begin(), heap.end(), better);
+    }
+  }
+  std::sort(heap.begin(), heap.end(), better);
+  const double lse = k ? log_sum_exp(logits) : 0.0;
+  std::vector<TokenLogprob> out;
+  for (int32_t id : heap) out.push_back({id, double(logits[size_t(id)]) - lse});
+  return out;
+}
+
 }  // namespace kvlab::sample

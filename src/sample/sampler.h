@@ -25,6 +25,17 @@ void validate(const Params& p);
 
 int32_t argmax(std::span<const float> logits);
 
+// The model's own distribution over a row of logits, as log-probabilities
+// (for perplexity and the API's logprobs): log p_i = logit_i - log_sum_exp.
+// log_sum_exp is computed in double, shifted by the largest logit.
+double log_sum_exp(std::span<const float> logits);
+struct TokenLogprob {
+  int32_t id;
+  double logprob;
+};
+// The n most likely tokens, most likely first (ties: the lower id).
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int n);
+
 class Sampler {
  public:
   explicit Sampler(const Params& p);

@@ -217,7 +217,7 @@ void HttpServer::routes() {
           send_error(res, 500, u.error, "server_error", "generation_failed");
           return;
         }
-        res.set_content(dump(completion_response(*pr, id, created, u.text, u.finish_reason, h->timings())),
+        res.set_content(dump(completion_response(*pr, id, created, u.text, u.finish_reason, h->timings(), u.logprobs)),
                         "application/json");
         return;
       }
@@ -238,7 +238,8 @@ void HttpServer::routes() {
             }
             const std::optional<Handle::Update> u = h->next(std::chrono::milliseconds(100));
             if (!u) return true;  // nothing yet; httplib calls again
-            if (!u->text.empty() && !write(sse::event(dump(stream_chunk(*pr, id, created, u->text, "", false)))))
+            if ((!u->text.empty() || !u->logprobs.empty()) &&
+                !write(sse::event(dump(stream_chunk(*pr, id, created, u->text, "", false, u->logprobs)))))
               return false;
             if (!u->done) return true;
             if (u->finish_reason == "error") {

@@ -148,8 +148,23 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   if (auto b = integer(j, "best_of"); b && *b != 1) fail("'best_of' is not supported", "best_of", "unsupported_parameter");
   if (const json* e = field(j, "echo"); e && !(e->is_boolean() && !e->get<bool>()))
     fail("'echo' is not supported", "echo", "unsupported_parameter");
-  if (const json* lp = field(j, "logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>()))
-    fail("'logprobs' is not supported", "logprobs", "unsupported_parameter");
+  // logprobs: completions take how many alternatives (an integer), chat a
+  // boolean with top_logprobs for the alternatives. At most 20, as vLLM
+  // allows (OpenAI: 5 for completions, 20 for chat).
+  if (ep == Endpoint::Completions) {
+    if (const json* lp = field(j, "logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>())) {
+      const auto n = integer(j, "logprobs");
+      if (!n || *n < 0 || *n > 20) fail("'logprobs' must be an integer from 0 to 20", "logprobs", "invalid_value");
+      r.gen.logprobs = int(*n);
+    }
+  } else {
+    const bool on = boolean(j, "logprobs").value_or(false);
+    const auto top = integer(j, "top_logprobs");
+    if (top && (*top < 0 || *top > 20))
+      fail("'top_logprobs' must be an integer from 0 to 20", "top_logprobs", "invalid_value");
+    if (top && !on) fail("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+    if (on) r.gen.logprobs = int(top.value_or(0));
+  }
   if (const json* sfx = field(j, "suffix"); sfx && !(sfx->is_string() && sfx->get<std::string>().empty()))
     fail("'suffix' is not supported", "suffix", "unsupported_parameter");
   for (const char* name : {"tools", "functions"})
@@ -268,9 +283,42 @@ json timings_json(const Timings& t) {
           {"predicted_per_second", t.decode_ms > 0 ? decoded * 1e3 / t.decode_ms : 0.0}};
 }
 
+json logprobs_json(const ParsedRequest& r, const std::vector<TokenLogprobs>& lps) {
+  if (r.gen.logprobs < 0) return nullptr;
+  if (r.endpoint == Endpoint::Chat) {
+    auto bytes = [](const std::string& b) {
+      json a = json::array();
+      for (unsigned char c : b) a.push_back(int(c));
+      return a;
+    };
+    json content = json::array();
+    for (const TokenLogprobs& e : lps) {
+      json top = json::array();
+      for (const auto& alt : e.top)
+        top.push_back({{"token", alt.bytes}, {"logprob", alt.logprob}, {"bytes", bytes(alt.bytes)}});
+      content.push_back({{"token", e.bytes}, {"logprob", e.logprob}, {"bytes", bytes(e.bytes)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+  for (const TokenLogprobs& e : lps) {
+    tokens.push_back(e.bytes);
+    token_logprobs.push_back(e.logprob);
+    json top = json::object();
+    for (const auto& alt : e.top)
+      if (!top.contains(alt.bytes)) top[alt.bytes] = alt.logprob;  // two ids with one text: the likelier
+    top_logprobs.push_back(top);
+    offsets.push_back(e.text_offset);
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top_logprobs},
+          {"text_offset", offsets}};
+}
+
 json completion_response(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& text,
-                         const std::string& finish_reason, const Timings& t) {
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+                         const std::string& finish_reason, const Timings& t, const std::vector<TokenLogprobs>& lps) {
+  json choice = {{"index", 0}, {"logprobs", logprobs_json(r, lps)}, {"finish_reason", finish_reason}};
   if (r.endpoint == Endpoint::Chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
@@ -286,8 +334,8 @@ json completion_response(const ParsedRequest& r, const std::string& id, int64_t 
 }
 
 json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& text,
-                  const std::string& finish_reason, bool role) {
-  json choice = {{"index", 0}, {"logprobs", nullptr}};
+                  const std::string& finish_reason, bool role, const std::vector<TokenLogprobs>& lps) {
+  json choice = {{"index", 0}, {"logprobs", lps.empty() ? json(nullptr) : logprobs_json(r, lps)}};
   choice["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
   if (r.endpoint == Endpoint::Chat) {
     json delta = json::object();

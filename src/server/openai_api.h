@@ -58,12 +58,18 @@ int64_t unix_now();
 
 nlohmann::json usage_json(const Timings& t);
 nlohmann::json timings_json(const Timings& t);
+// A choice's "logprobs": null unless the request asked; completions:
+// {tokens, token_logprobs, top_logprobs, text_offset}; chat: {content: [{token,
+// logprob, bytes, top_logprobs}]}.
+nlohmann::json logprobs_json(const ParsedRequest& r, const std::vector<TokenLogprobs>& lps);
 // Non-streaming response.
 nlohmann::json completion_response(const ParsedRequest& r, const std::string& id, int64_t created,
-                                   const std::string& text, const std::string& finish_reason, const Timings& t);
+                                   const std::string& text, const std::string& finish_reason, const Timings& t,
+                                   const std::vector<TokenLogprobs>& lps = {});
 // One streaming chunk; `finish_reason` empty: null. `role`: first chat delta.
+// `lps`: the tokens whose text starts in this chunk.
 nlohmann::json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& text,
-                            const std::string& finish_reason, bool role);
+                            const std::string& finish_reason, bool role, const std::vector<TokenLogprobs>& lps = {});
 nlohmann::json usage_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const Timings& t);
 
 // JSON text safe for any bytes (invalid UTF-8 replaced).

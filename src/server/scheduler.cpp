@@ -13,11 +13,12 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 // ---- Handle ----------------------------------------------------------------
 
-void Handle::push(const std::string& text) {
-  if (text.empty()) return;
+void Handle::push(const std::string& text, std::vector<TokenLogprobs> logprobs) {
+  if (text.empty() && logprobs.empty()) return;
   {
     std::lock_guard l(mu_);
     pending_ += text;
+    for (auto& e : logprobs) pending_logprobs_.push_back(std::move(e));
   }
   cv_.notify_all();
 }
@@ -54,6 +55,8 @@ Handle::Update Handle::take_locked() {
   Update u;
   u.text = std::move(pending_);
   pending_.clear();
+  u.logprobs = std::move(pending_logprobs_);
+  pending_logprobs_.clear();
   u.done = done_;
   u.finish_reason = finish_reason_;
   u.error = error_;
@@ -264,9 +267,19 @@ void Scheduler::step() {
   // other core idle for ~4% of a batch of 8's step.
   const size_t n_vocab = size_t(model_.config().n_vocab);
   sampled_.resize(owners.size());
+  sampled_logprobs_.resize(owners.size());
   pool_.run(owners.size(), [&](size_t i, int) {
     const std::span<const float> row(logits_.data() + i * n_vocab, n_vocab);
-    sampled_[i] = owners[i]->sampler->sample(row, owners[i]->tokens);
+    const int32_t id = owners[i]->sampler->sample(row, owners[i]->tokens);
+    sampled_[i] = id;
+    if (const int n = owners[i]->req.logprobs; n >= 0) {
+      TokenLogprobs& lp = sampled_logprobs_[i];
+      lp.id = id;
+      lp.logprob = double(row[size_t(id)]) - sample::log_sum_exp(row);
+      lp.top.clear();
+      for (const sample::TokenLogprob& t : sample::top_logprobs(row, n))
+        lp.top.push_back({t.id, tok_.piece(t.id), t.logprob});
+    }
   });
   for (size_t i = 0; i < owners.size(); ++i) {
     Seq& s = *owners[i];
@@ -274,12 +287,12 @@ void Scheduler::step() {
       s.prefilling = false;
       metrics_.add_tokens(int64_t(s.req.prompt.size()), 0, s.n_cached);
     }
-    on_token(s, sampled_[i]);
+    on_token(s, sampled_[i], std::move(sampled_logprobs_[i]));
   }
   publish_kv_stats();
 }
 
-void Scheduler::on_token(Seq& s, int32_t id) {
+void Scheduler::on_token(Seq& s, int32_t id, TokenLogprobs lp) {
   const auto now = Clock::now();
   if (s.first_token == Clock::time_point{}) {
     s.first_token = now;
@@ -295,6 +308,14 @@ void Scheduler::on_token(Seq& s, int32_t id) {
   ++s.n_generated;
   metrics_.add_tokens(0, 1);
   s.tokens.push_back(id);
+  if (s.req.logprobs >= 0) {
+    // The decoder releases the pieces' bytes in order, so this token's text
+    // starts at the bytes of all pieces before it.
+    lp.bytes = tok_.piece(id);
+    lp.text_offset = s.piece_bytes;
+    s.piece_bytes += lp.bytes.size();
+    s.logprobs.push_back(std::move(lp));
+  }
   s.text += s.decoder->push(id);
   for (const std::string& stop : s.req.stop) {
     const size_t p = s.text.find(stop, s.emitted);
@@ -321,9 +342,20 @@ void Scheduler::emit(Seq& s, bool final) {
     // never split a UTF-8 code point
     while (safe > s.emitted && safe < s.text.size() && (uint8_t(s.text[safe]) & 0xC0) == 0x80) --safe;
   }
-  if (safe > s.emitted) {
-    s.h->push(s.text.substr(s.emitted, safe - s.emitted));
-    s.emitted = safe;
+  // The tokens whose text starts in what goes out now (a token cut off by a
+  // stop sequence, at or past the text's end, never does), their offsets
+  // turned into characters.
+  std::vector<TokenLogprobs> released;
+  while (s.logprobs_sent < s.logprobs.size() && s.logprobs[s.logprobs_sent].text_offset < std::max(safe, s.emitted)) {
+    TokenLogprobs& e = s.logprobs[s.logprobs_sent++];
+    for (; s.counted_bytes < e.text_offset; ++s.counted_bytes)
+      s.counted_chars += (uint8_t(s.text[s.counted_bytes]) & 0xC0) != 0x80;
+    e.text_offset = s.counted_chars;
+    released.push_back(std::move(e));
+  }
+  if (safe > s.emitted || !released.empty()) {
+    s.h->push(safe > s.emitted ? s.text.substr(s.emitted, safe - s.emitted) : std::string(), std::move(released));
+    s.emitted = std::max(safe, s.emitted);
   }
 }
 

@@ -41,6 +41,25 @@ struct GenRequest {
   int max_tokens = 16;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  int logprobs = -1;  // -1: none; else each token's log-probability and this many alternatives (0..20)
+};
+
+// One generated token for the API's logprobs: its bytes, where its text
+// starts in the completion (in characters, as OpenAI's text_offset), its
+// log-probability under the model's raw distribution (before temperature
+// and the other sampling steps, as vLLM reports by default) and the most
+// likely alternatives.
+struct TokenLogprobs {
+  struct Alt {
+    int32_t id;
+    std::string bytes;
+    double logprob;
+  };
+  int32_t id = 0;
+  std::string bytes;
+  size_t text_offset = 0;
+  double logprob = 0;
+  std::vector<Alt> top;
 };
 
 struct Timings {
@@ -58,6 +77,7 @@ class Handle {
  public:
   struct Update {
     std::string text;                   // new text since the last update
+    std::vector<TokenLogprobs> logprobs;  // the tokens whose text starts in it (when asked for)
     bool done = false;
     std::string finish_reason;          // "stop" | "length" | "error" (when done)
     std::string error;                  // when finish_reason == "error"
@@ -76,12 +96,13 @@ class Handle {
   // Moves the pending text and state out; the caller holds mu_.
   Update take_locked();
   friend class Scheduler;
-  void push(const std::string& text);
+  void push(const std::string& text, std::vector<TokenLogprobs> logprobs);
   void finish(const std::string& reason, const std::string& error = {});
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string pending_;
+  std::vector<TokenLogprobs> pending_logprobs_;
   bool done_ = false;
   std::string finish_reason_, error_;
   std::atomic<bool> cancelled_{false};
@@ -132,13 +153,18 @@ class Scheduler {
     std::unique_ptr<tokenizer::StreamDecoder> decoder;
     std::string text;             // generated text so far
     size_t emitted = 0;           // bytes of `text` sent
+    // With req.logprobs >= 0: every generated token's entry (text_offset in
+    // bytes until sent), the first not yet sent, the bytes of all pieces so
+    // far, and how many characters `text` has up to counted_bytes.
+    std::vector<TokenLogprobs> logprobs;
+    size_t logprobs_sent = 0, piece_bytes = 0, counted_bytes = 0, counted_chars = 0;
   };
 
   void loop();
   void admit();
   void step();
   // Handles a freshly sampled token (may finish and free the sequence).
-  void on_token(Seq& s, int32_t id);
+  void on_token(Seq& s, int32_t id, TokenLogprobs lp);
   void emit(Seq& s, bool final);
   void finish(Seq& s, const std::string& reason, const std::string& error = {});
   // Copies the block manager's counters for gauges() (read by other threads).
@@ -155,6 +181,7 @@ class Scheduler {
   std::vector<float> logits_;
   std::vector<model::BatchEntry> batch_;
   std::vector<int32_t> sampled_;  // one token per logits row of a step
+  std::vector<TokenLogprobs> sampled_logprobs_;  // and its logprobs, where asked for
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

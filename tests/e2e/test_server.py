@@ -273,7 +273,34 @@ def test_wrong_types():
     check_error(requests.post(URL + "/v1/completions", json=["prompt"]), 400)
     check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "echo": True}), 400, param="echo")
     check_error(requests.post(URL + "/v1/chat/completions", json={
-        "messages": [{"role": "user", "content": "x"}], "logprobs": True}), 400, param="logprobs")
+        "messages": [{"role": "user", "content": "x"}], "logprobs": True, "top_logprobs": 30}), 400, param="top_logprobs")
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "logprobs": 99}), 400, param="logprobs")
+
+
+def test_logprobs(client):
+    """The official client reads kvlab's logprobs, in both endpoints' shapes, streamed or not."""
+    r = client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=6, temperature=0,
+                                  logprobs=3)
+    lp = r.choices[0].logprobs
+    assert "".join(lp.tokens) == r.choices[0].text
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == 6
+    assert lp.text_offset == sorted(lp.text_offset) and lp.text_offset[0] == 0
+    for l, top in zip(lp.token_logprobs, lp.top_logprobs):
+        assert l <= 0 and 1 <= len(top) <= 3
+        assert max(top.values()) == pytest.approx(l)  # greedy: the pick is the most likely
+    streamed = client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=6,
+                                         temperature=0, logprobs=3, stream=True)
+    tokens = [t for chunk in streamed if chunk.choices and chunk.choices[0].logprobs
+              for t in chunk.choices[0].logprobs.tokens]
+    assert tokens == lp.tokens
+    c = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "Say hello"}],
+                                       max_tokens=5, temperature=0, logprobs=True, top_logprobs=2)
+    content = c.choices[0].logprobs.content
+    assert len(content) == 5
+    assert "".join(t.token for t in content) == c.choices[0].message.content
+    for t in content:
+        assert bytes(t.bytes).decode("utf-8", "replace") == t.token
+        assert len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob == pytest.approx(t.logprob)
 
 
 def test_context_length_exceeded(client):

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "common/models.h"
 #include "engine/session.h"
@@ -198,6 +199,53 @@ server::ApiError parse_error(server::Endpoint ep, const std::string& body) {
   return none;
 }
 
+// logprobs: each generated token's log-probability is the log-softmax of the
+// logits a single-sequence session gives at that step (the same logits,
+// see above), its alternatives the most likely tokens in order, and the
+// tokens' bytes put together are the text, each at its text_offset.
+TEST(ServerScheduler, LogprobsAreTheModelsDistribution) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  server::Metrics metrics;
+  server::SchedulerOptions so;
+  so.n_seq = 2;
+  so.n_ctx = 128;
+  so.n_threads = 2;
+  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  server::GenRequest r;
+  r.prompt = lm.tok->encode("The capital of France is", true, true);
+  r.sampling.temperature = 0;
+  r.max_tokens = 10;
+  r.ignore_eos = true;
+  r.logprobs = 3;
+  const server::Handle::Update u = sched.submit(r)->wait_all();
+  ASSERT_EQ(u.logprobs.size(), 10u);
+
+  engine::SessionOptions o;
+  o.n_ctx = 128;
+  o.n_threads = 2;
+  engine::Session s(*lm.model, o);
+  std::span<const float> logits = s.prefill(r.prompt);
+  std::string joined;
+  for (const server::TokenLogprobs& e : u.logprobs) {
+    const int32_t id = sample::argmax(logits);
+    EXPECT_EQ(e.id, id);
+    double m = logits[0], sum = 0;
+    for (float l : logits) m = std::max(m, double(l));
+    for (float l : logits) sum += std::exp(double(l) - m);
+    EXPECT_NEAR(e.logprob, double(logits[size_t(id)]) - m - std::log(sum), 1e-9);
+    ASSERT_EQ(e.top.size(), 3u);
+    EXPECT_EQ(e.top[0].id, id);  // greedy: the pick is the most likely
+    EXPECT_GE(e.top[0].logprob, e.top[1].logprob);
+    EXPECT_GE(e.top[1].logprob, e.top[2].logprob);
+    for (const auto& alt : e.top) EXPECT_NEAR(alt.logprob, double(logits[size_t(alt.id)]) - m - std::log(sum), 1e-9);
+    EXPECT_EQ(e.bytes, lm.tok->piece(id));
+    EXPECT_EQ(e.text_offset, joined.size());  // ASCII text here: characters are bytes
+    joined += e.bytes;
+    logits = s.decode(id);
+  }
+  EXPECT_EQ(joined, u.text);
+}
+
 TEST(ServerOpenAiApi, Errors) {
   using server::Endpoint;
   EXPECT_EQ(parse_error(Endpoint::Completions, "{oops").status, 400);
@@ -207,6 +255,12 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","max_tokens":"3"})").status, 400);
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","top_p":0})").param, "top_p");
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":["a","b"]})").param, "prompt");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","logprobs":21})").param, "logprobs");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","logprobs":"2"})").param, "logprobs");
+  EXPECT_EQ(parse_error(Endpoint::Chat, R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})").param,
+            "top_logprobs");
+  const char* negative_top = R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":-1})";
+  EXPECT_EQ(parse_error(Endpoint::Chat, negative_top).param, "top_logprobs");
   EXPECT_EQ(parse_error(Endpoint::Chat, R"({"messages":[{"role":"tool","content":"x"}]})").status, 400);
   std::string long_prompt = R"({"prompt":")";
   for (int i = 0; i < 100; ++i) long_prompt += "hello ";
@@ -221,6 +275,15 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(r.gen.stop, std::vector<std::string>{"\n"});
   EXPECT_EQ(r.gen.sampling.seed, 3u);
   EXPECT_FALSE(r.stream);
+  EXPECT_EQ(r.gen.logprobs, -1);
+  auto logprobs_of = [&](Endpoint ep, const char* body) {
+    return server::parse_request(ep, body, *lm.tok, {"m", 64}).gen.logprobs;
+  };
+  EXPECT_EQ(logprobs_of(Endpoint::Completions, R"({"prompt":"hi","logprobs":4})"), 4);
+  EXPECT_EQ(logprobs_of(Endpoint::Completions, R"({"prompt":"hi","logprobs":false})"), -1);
+  EXPECT_EQ(logprobs_of(Endpoint::Chat, R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})"), 0);
+  const char* top5 = R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})";
+  EXPECT_EQ(logprobs_of(Endpoint::Chat, top5), 5);
 }
 
 }  // namespace

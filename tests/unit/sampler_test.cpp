@@ -223,5 +223,21 @@ TEST(Sampler, RejectsOutOfRangeParameters) {
   EXPECT_THROW(Sampler{p}, Error);
 }
 
+// Probabilities 1/10, 2/10, 2/10, 5/10: log_sum_exp = log 10, the top three
+// are ids 3, 1, 2 (the tie between 1 and 2 goes to the lower id).
+TEST(Sampler, LogprobsByHand) {
+  const std::vector<float> logits = {std::log(1.f), std::log(2.f), std::log(2.f), std::log(5.f)};
+  EXPECT_NEAR(sample::log_sum_exp(logits), std::log(10.0), 1e-6);
+  const auto top = sample::top_logprobs(logits, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].id, 3);
+  EXPECT_EQ(top[1].id, 1);
+  EXPECT_EQ(top[2].id, 2);
+  EXPECT_NEAR(top[0].logprob, std::log(0.5), 1e-6);
+  EXPECT_NEAR(top[1].logprob, std::log(0.2), 1e-6);
+  EXPECT_EQ(sample::top_logprobs(logits, 9).size(), 4u);
+  EXPECT_TRUE(sample::top_logprobs(logits, 0).empty());
+}
+
 }  // namespace
 }  // namespace kvlab::sample
