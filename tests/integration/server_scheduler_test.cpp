@@ -36,13 +36,27 @@ std::string session_greedy(const model::Model& m, const tokenizer::Tokenizer& to
   return out + dec.flush();
 }
 
+// A scheduler of n_seq sequences of n_ctx positions on 2 threads.
+server::SchedulerOptions pool_of(int n_seq, int n_ctx) {
+  server::SchedulerOptions so;
+  so.n_seq = n_seq;
+  so.n_ctx = n_ctx;
+  so.n_threads = 2;
+  return so;
+}
+
+// A greedy request for `prompt`, tokenized as the server does.
+server::GenRequest greedy(const test::LoadedModel& lm, const std::string& prompt) {
+  server::GenRequest r;
+  r.prompt = lm.tok->encode(prompt, true, true);
+  r.sampling.temperature = 0;
+  return r;
+}
+
 TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so;
-  so.n_seq = 3;  // four requests: one waits for a slot
-  so.n_ctx = 256;
-  so.n_threads = 2;
+  server::SchedulerOptions so = pool_of(3, 256);  // four requests: one waits for a slot
   so.prefill_chunk = 7;  // prompts are prefilled in several chunks, next to running decodes
   server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
 
@@ -52,9 +66,7 @@ TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
   std::vector<std::shared_ptr<server::Handle>> handles;
   std::vector<std::vector<int32_t>> ids;
   for (const auto& p : prompts) {
-    server::GenRequest r;
-    r.prompt = lm.tok->encode(p, true, true);
-    r.sampling.temperature = 0;
+    server::GenRequest r = greedy(lm, p);
     r.max_tokens = n_gen;
     r.ignore_eos = true;
     ids.push_back(r.prompt);
@@ -78,16 +90,11 @@ TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
 TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so;
-  so.n_seq = 1;
-  so.n_ctx = 128;
-  so.n_threads = 2;
+  server::SchedulerOptions so = pool_of(1, 128);
   so.max_queue = 1;
   server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
 
-  server::GenRequest r;
-  r.prompt = lm.tok->encode("The capital of France is", true, true);
-  r.sampling.temperature = 0;
+  server::GenRequest r = greedy(lm, "The capital of France is");
   r.max_tokens = 16;
   const std::string full = session_greedy(*lm.model, *lm.tok, r.prompt, 16);
   const size_t dot = full.find('.');
@@ -124,18 +131,13 @@ TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
 TEST(ServerScheduler, PrefixCacheReusesBlocksWithIdenticalOutput) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so;
-  so.n_seq = 2;
-  so.n_ctx = 256;
-  so.n_threads = 2;
+  server::SchedulerOptions so = pool_of(2, 256);
   so.prefill_chunk = 32;
   server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
 
   const std::string system = "You are a careful assistant. Answer briefly, in plain words, and cite no sources. ";
   auto request = [&](const std::string& question) {
-    server::GenRequest r;
-    r.prompt = lm.tok->encode(system + system + question, true, true);
-    r.sampling.temperature = 0;
+    server::GenRequest r = greedy(lm, system + system + question);
     r.max_tokens = 8;
     r.ignore_eos = true;
     return r;
@@ -169,15 +171,10 @@ TEST(ServerScheduler, PrefixCacheReusesBlocksWithIdenticalOutput) {
 TEST(ServerScheduler, BoundedKvPoolQueuesRequests) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so;
-  so.n_seq = 4;
-  so.n_ctx = 64;
-  so.n_threads = 2;
+  server::SchedulerOptions so = pool_of(4, 64);
   so.kv_blocks = 6;  // room for two budgets of 3 blocks (about 45 tokens) at a time
   server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
-  server::GenRequest r;
-  r.prompt = lm.tok->encode("Once upon a time", true, true);
-  r.sampling.temperature = 0;
+  server::GenRequest r = greedy(lm, "Once upon a time");
   r.max_tokens = 40;
   r.ignore_eos = true;
   std::vector<std::shared_ptr<server::Handle>> hs;
@@ -206,14 +203,8 @@ server::ApiError parse_error(server::Endpoint ep, const std::string& body) {
 TEST(ServerScheduler, LogprobsAreTheModelsDistribution) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so;
-  so.n_seq = 2;
-  so.n_ctx = 128;
-  so.n_threads = 2;
-  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
-  server::GenRequest r;
-  r.prompt = lm.tok->encode("The capital of France is", true, true);
-  r.sampling.temperature = 0;
+  server::Scheduler sched(*lm.model, *lm.tok, pool_of(2, 128), metrics);
+  server::GenRequest r = greedy(lm, "The capital of France is");
   r.max_tokens = 10;
   r.ignore_eos = true;
   r.logprobs = 3;
