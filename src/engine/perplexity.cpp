@@ -1,6 +1,5 @@
 #include "engine/perplexity.h"
 
-#include <chrono>
 #include <algorithm>
 #include <cmath>
 #include <string>

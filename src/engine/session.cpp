@@ -99,7 +99,6 @@ std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
       const std::span<const float> row(&logits[r * V], V);
       out[i - scored_from] = double(row[size_t(history_[i + 1])]) - sample::log_sum_exp(row);
     });
-    if (end == history_.size()) std::copy_n(&logits[(end - 1 - first_row) * V], V, logits_.data());
   }
   if (!opt_.kv_cache) cache_.clear(0);
   return out;

@@ -107,7 +107,7 @@ double log_sum_exp(std::span<const float> logits) {
   return m + std::log(sum);
 }
 
-std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int n) {
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, double lse, int n) {
   const size_t k = std::min(size_t(std::max(n, 0)), logits.size());
   // A min-heap of the k best so far: one pass over the vocabulary.
   auto better = [&](int32_t a, int32_t b) {
@@ -127,7 +127,6 @@ std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int n) {
     }
   }
   std::sort(heap.begin(), heap.end(), better);
-  const double lse = k ? log_sum_exp(logits) : 0.0;
   std::vector<TokenLogprob> out;
   for (int32_t id : heap) out.push_back({id, double(logits[size_t(id)]) - lse});
   return out;

@@ -33,8 +33,9 @@ struct TokenLogprob {
   int32_t id;
   double logprob;
 };
-// The n most likely tokens, most likely first (ties: the lower id).
-std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int n);
+// The n most likely tokens, most likely first (ties: the lower id); `lse`
+// is log_sum_exp(logits), which the caller has for the chosen token too.
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, double lse, int n);
 
 class Sampler {
  public:

@@ -275,9 +275,10 @@ void Scheduler::step() {
     if (const int n = owners[i]->req.logprobs; n >= 0) {
       TokenLogprobs& lp = sampled_logprobs_[i];
       lp.id = id;
-      lp.logprob = double(row[size_t(id)]) - sample::log_sum_exp(row);
+      const double lse = sample::log_sum_exp(row);
+      lp.logprob = double(row[size_t(id)]) - lse;
       lp.top.clear();
-      for (const sample::TokenLogprob& t : sample::top_logprobs(row, n))
+      for (const sample::TokenLogprob& t : sample::top_logprobs(row, lse, n))
         lp.top.push_back({t.id, tok_.piece(t.id), t.logprob});
     }
   });

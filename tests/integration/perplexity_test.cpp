@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/log_softmax.h"
 #include "common/models.h"
 #include "engine/perplexity.h"
 
@@ -15,14 +16,6 @@ namespace {
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-double log_softmax_at(std::span<const float> logits, int32_t id) {
-  double m = logits[0];
-  for (float l : logits) m = std::max(m, double(l));
-  double sum = 0;
-  for (float l : logits) sum += std::exp(double(l) - m);
-  return double(logits[size_t(id)]) - m - std::log(sum);
 }
 
 // The method, done the slow way: each chunk (first token BOS) decoded one
@@ -47,7 +40,7 @@ TEST(Perplexity, MatchesTheMethodByHand) {
     engine::Session step(*lm.model, o);
     std::span<const float> logits = step.prefill(std::span(chunk).first(1));
     for (int j = 0; j + 1 < n_ctx; ++j) {
-      if (j >= n_ctx / 2) nll.push_back(-log_softmax_at(logits, chunk[size_t(j) + 1]));
+      if (j >= n_ctx / 2) nll.push_back(-test::log_softmax_at(logits, chunk[size_t(j) + 1]));
       if (j + 2 < n_ctx) logits = step.decode(chunk[size_t(j) + 1]);
     }
   }

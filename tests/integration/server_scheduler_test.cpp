@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cmath>
 
+#include "common/log_softmax.h"
 #include "common/models.h"
 #include "engine/session.h"
 #include "sample/sampler.h"
@@ -220,15 +220,12 @@ TEST(ServerScheduler, LogprobsAreTheModelsDistribution) {
   for (const server::TokenLogprobs& e : u.logprobs) {
     const int32_t id = sample::argmax(logits);
     EXPECT_EQ(e.id, id);
-    double m = logits[0], sum = 0;
-    for (float l : logits) m = std::max(m, double(l));
-    for (float l : logits) sum += std::exp(double(l) - m);
-    EXPECT_NEAR(e.logprob, double(logits[size_t(id)]) - m - std::log(sum), 1e-9);
+    EXPECT_NEAR(e.logprob, test::log_softmax_at(logits, id), 1e-9);
     ASSERT_EQ(e.top.size(), 3u);
     EXPECT_EQ(e.top[0].id, id);  // greedy: the pick is the most likely
     EXPECT_GE(e.top[0].logprob, e.top[1].logprob);
     EXPECT_GE(e.top[1].logprob, e.top[2].logprob);
-    for (const auto& alt : e.top) EXPECT_NEAR(alt.logprob, double(logits[size_t(alt.id)]) - m - std::log(sum), 1e-9);
+    for (const auto& alt : e.top) EXPECT_NEAR(alt.logprob, test::log_softmax_at(logits, alt.id), 1e-9);
     EXPECT_EQ(e.bytes, lm.tok->piece(id));
     EXPECT_EQ(e.text_offset, joined.size());  // ASCII text here: characters are bytes
     joined += e.bytes;

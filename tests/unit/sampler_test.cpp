@@ -228,15 +228,16 @@ TEST(Sampler, RejectsOutOfRangeParameters) {
 TEST(Sampler, LogprobsByHand) {
   const std::vector<float> logits = {std::log(1.f), std::log(2.f), std::log(2.f), std::log(5.f)};
   EXPECT_NEAR(sample::log_sum_exp(logits), std::log(10.0), 1e-6);
-  const auto top = sample::top_logprobs(logits, 3);
+  const double lse = sample::log_sum_exp(logits);
+  const auto top = sample::top_logprobs(logits, lse, 3);
   ASSERT_EQ(top.size(), 3u);
   EXPECT_EQ(top[0].id, 3);
   EXPECT_EQ(top[1].id, 1);
   EXPECT_EQ(top[2].id, 2);
   EXPECT_NEAR(top[0].logprob, std::log(0.5), 1e-6);
   EXPECT_NEAR(top[1].logprob, std::log(0.2), 1e-6);
-  EXPECT_EQ(sample::top_logprobs(logits, 9).size(), 4u);
-  EXPECT_TRUE(sample::top_logprobs(logits, 0).empty());
+  EXPECT_EQ(sample::top_logprobs(logits, lse, 9).size(), 4u);
+  EXPECT_TRUE(sample::top_logprobs(logits, lse, 0).empty());
 }
 
 }  // namespace
