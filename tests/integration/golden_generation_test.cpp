@@ -37,15 +37,24 @@ struct GoldenStats {
   int logits_compared = 0;
 };
 
+double rms(const GoldenStats& st) { return std::sqrt(st.sum_sq_logit_err / std::max(1, st.logits_compared)); }
+
+// `judge`, when given, is another llama.cpp build's verdict on the same token
+// stream (tests/golden/gen_isa_spread.py): kvlab is still fed the fixture's
+// ids, but its picks and logits are held against the judge's.
 GoldenStats check_fixture(const std::string& fixture, const std::string& model_path, double near_tie,
-                          double logit_tol, int max_batch = 512) {
+                          double logit_tol, int max_batch = 512, const std::string& judge = "") {
   const nlohmann::json j = test::read_json(test::kGoldenDir + "/" + fixture);
+  const nlohmann::json verdicts = judge.empty() ? j : test::read_json(test::kGoldenDir + "/" + judge);
   const auto& lm = test::load_model(model_path);
   EXPECT_GE(j["cases"].size(), 5u);
+  EXPECT_EQ(verdicts["cases"].size(), j["cases"].size());
   GoldenStats st;
-  for (const auto& c : j["cases"]) {
+  for (size_t ci = 0; ci < j["cases"].size(); ++ci) {
+    const auto& c = j["cases"][ci];
+    const auto& v = verdicts["cases"][ci];
     const std::string name = c["name"];
-    const Ids prompt = c["prompt_ids"].get<Ids>(), want = c["ids"].get<Ids>();
+    const Ids prompt = c["prompt_ids"].get<Ids>(), forced = c["ids"].get<Ids>(), want = v["ids"].get<Ids>();
     EXPECT_EQ(want.size(), 64u);
     EXPECT_EQ(lm.tok->encode(c["prompt"].get<std::string>(), c["add_bos"], c["parse_special"]), prompt) << name;
 
@@ -57,8 +66,8 @@ GoldenStats check_fixture(const std::string& fixture, const std::string& model_p
     std::span<const float> logits = s.prefill(prompt);
     bool free_running = true;  // no disagreement so far: kvlab alone would emit llama.cpp's text
     for (size_t step = 0; step < want.size(); ++step) {
-      if (step < c["top5"].size()) {
-        for (const auto& pair : c["top5"][step]) {
+      if (step < v["top5"].size()) {
+        for (const auto& pair : v["top5"][step]) {
           const double err = std::fabs(logits[size_t(pair[0].get<int>())] - pair[1].get<double>());
           EXPECT_LE(err, logit_tol) << name << " step " << step;
           st.max_logit_err = std::max(st.max_logit_err, err);
@@ -67,7 +76,7 @@ GoldenStats check_fixture(const std::string& fixture, const std::string& model_p
         }
       }
       const int32_t got = sample::argmax(logits);
-      const double margin = c["margins"][step].get<double>();
+      const double margin = v["margins"][step].get<double>();
       ++st.steps;
       if (got == want[step]) {
         ++st.agreed;
@@ -79,21 +88,43 @@ GoldenStats check_fixture(const std::string& fixture, const std::string& model_p
                         << want[step] << " with a clear margin of " << margin;
       }
       // Teacher forcing: continue on llama.cpp's token so every step is compared.
-      if (step + 1 < want.size()) logits = s.decode(want[step]);
+      if (step + 1 < want.size()) logits = s.decode(forced[step]);
     }
     ++st.cases;
     st.free_running += free_running;
   }
-  std::printf("  %s: %d/%d cases identical for all 64 ids; %d/%d steps agree, %d near-ties (margin < %.2f) differ; "
+  std::printf("  %s%s%s: %d/%d cases identical for all 64 ids; %d/%d steps agree, %d near-ties (margin < %.2f) differ; "
               "top-5 logits: max |diff| %.3g, RMS %.3g\n",
-              fixture.c_str(), st.free_running, st.cases, st.agreed, st.steps, st.exempt, near_tie, st.max_logit_err,
-              std::sqrt(st.sum_sq_logit_err / std::max(1, st.logits_compared)));
+              fixture.c_str(), judge.empty() ? "" : " judged by ", judge.c_str(), st.free_running, st.cases, st.agreed, st.steps, st.exempt, near_tie, st.max_logit_err,
+              rms(st));
   return st;
 }
 
+// The Q4_1 fixture was made by llama.cpp's AVX2 build; the spread file holds
+// what its AVX-512 build picks on the same token stream. The two builds
+// differ only in their summation orders, and they already part on near-ties
+// (measured: 632/640 steps agree, 5/10 cases identical, top-5 logits 0.19
+// RMS apart), so "every id" is not something llama.cpp itself gives on this
+// model. kvlab is judged by both builds, with the near-tie rule above, and
+// must stay about as close to each as they are to each other: at most 3x
+// their disagreements and 1.5x their logit RMS (measured: kvlab 18 and 14
+// disagreements, 0.24 and 0.23 RMS).
 TEST(GoldenGeneration, DefaultModelMatchesLlamaCpp) {
-  const auto st = check_fixture("SmolLM2-135M-Instruct.Q4_1.generate.json", test::kDefaultModel, 0.5, 2.0);
-  EXPECT_GE(st.agreed, st.steps * 95 / 100);
+  const std::string fixture = "SmolLM2-135M-Instruct.Q4_1.generate.json";
+  const nlohmann::json spread = test::read_json(test::kGoldenDir + "/SmolLM2-135M-Instruct.Q4_1.isa-spread.json");
+  ASSERT_EQ(spread["fixture"], fixture);
+  const auto& s = spread["summary"];
+  const int llamacpp_misses = s["steps"].get<int>() - s["steps_agree"].get<int>();
+  const double llamacpp_rms = s["top5_rms_diff"].get<double>();
+  std::printf("  llama.cpp AVX-512 judged by its AVX2 build: %d/%d cases identical; %d/%d steps agree; top-5 RMS %.3g\n",
+              s["cases_identical"].get<int>(), s["cases"].get<int>(), s["steps_agree"].get<int>(),
+              s["steps"].get<int>(), llamacpp_rms);
+  for (const std::string& judge : {std::string(), std::string("SmolLM2-135M-Instruct.Q4_1.isa-spread.json")}) {
+    const auto st = check_fixture(fixture, test::kDefaultModel, 0.5, 2.0, 512, judge);
+    EXPECT_GE(st.agreed, st.steps * 95 / 100);
+    EXPECT_LE(st.steps - st.agreed, 3 * std::max(1, llamacpp_misses)) << judge;
+    EXPECT_LE(rms(st), 1.5 * llamacpp_rms) << judge;
+  }
 }
 
 // The same network in f32 (`kvlab quantize --type f32`, made here: the
