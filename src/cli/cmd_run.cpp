@@ -1,5 +1,7 @@
 // kvlab run: generate from a prompt, streaming the text, then report timings.
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -19,11 +21,24 @@ struct RunOptions {
   std::optional<std::string> prompt;  // set, even to "", when -p is given
   std::string file;
   int n_predict = 128;
-  float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
-  int top_k = 40;
+  sample::Params sampling;               // the sampler's defaults; the seed below
+  std::vector<std::string> logit_bias;   // ID+BIAS or ID-BIAS, as llama.cpp's -l
   int64_t seed = -1;
   bool ignore_eos = false, chat = false, json = false;
 };
+
+// "15043+1.5", "15043-inf": a token id, then its signed bias.
+std::pair<int32_t, float> parse_logit_bias(const std::string& arg) {
+  const auto bad = [&] { return Error("--logit-bias '" + arg + "': expected ID+BIAS or ID-BIAS, e.g. 15043+1 or 15043-inf"); };
+  size_t i = 0;
+  while (i < arg.size() && std::isdigit(static_cast<unsigned char>(arg[i]))) ++i;
+  if (i == 0 || i > 9 || i == arg.size() || (arg[i] != '+' && arg[i] != '-')) throw bad();
+  const std::string bias = arg.substr(i);
+  char* end = nullptr;
+  const float b = std::strtof(bias.c_str(), &end);
+  if (end != bias.c_str() + bias.size() || bias.size() < 2) throw bad();
+  return {int32_t(std::stol(arg.substr(0, i))), b};
+}
 
 nlohmann::json phase_json(const engine::PhaseWork& w, const std::optional<perf::Verdict>& v) {
   nlohmann::json j = {{"passes", w.passes},       {"seconds", w.seconds},         {"flops", w.flops},
@@ -60,9 +75,10 @@ void run(const RunOptions& o) {
   engine::GenerateOptions g;
   g.n_predict = o.n_predict;
   g.ignore_eos = o.ignore_eos;
-  g.sampling = {o.temp, o.top_k, o.top_p, o.min_p, o.repeat_penalty, 64,
-                o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}()};
-  sample::validate(g.sampling);
+  g.sampling = o.sampling;
+  g.sampling.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
+  for (const std::string& b : o.logit_bias) g.sampling.logit_bias.push_back(parse_logit_bias(b));
+  sample::validate(g.sampling, l.tokenizer->n_vocab());
 
   engine::Session session(*l.model, session_options(o.m, l.model->config()));
   tokenizer::StreamDecoder stream(*l.tokenizer);
@@ -131,11 +147,20 @@ void add_run_command(CLI::App& root) {
   app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until EOS or a full context)")
       ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
   add_session_options(*app, o->m);
-  app->add_option("--temp", o->temp, "temperature (0: greedy)")->capture_default_str();
-  app->add_option("--top-k", o->top_k, "keep the k most likely tokens (0: all)")->capture_default_str();
-  app->add_option("--top-p", o->top_p, "nucleus sampling mass (1: off)")->capture_default_str();
-  app->add_option("--min-p", o->min_p, "drop tokens below min-p x the top probability (0: off)")->capture_default_str();
-  app->add_option("--repeat-penalty", o->repeat_penalty, "penalty for the last 64 tokens (1: off)")->capture_default_str();
+  sample::Params& sp = o->sampling;
+  app->add_option("--temp", sp.temperature, "temperature (0: greedy)")->capture_default_str();
+  app->add_option("--top-k", sp.top_k, "keep the k most likely tokens (0: all)")->capture_default_str();
+  app->add_option("--top-p", sp.top_p, "nucleus sampling mass (1: off)")->capture_default_str();
+  app->add_option("--min-p", sp.min_p, "drop tokens below min-p x the top probability (0: off)")->capture_default_str();
+  app->add_option("--repeat-penalty", sp.repeat_penalty, "divide a recent token's positive logit by this (1: off)")
+      ->capture_default_str();
+  app->add_option("--frequency-penalty", sp.frequency_penalty,
+                  "subtract this x its count in the window from a recent token's logit (0: off)")->capture_default_str();
+  app->add_option("--presence-penalty", sp.presence_penalty, "subtract this from a recent token's logit (0: off)")
+      ->capture_default_str();
+  app->add_option("--repeat-last-n", sp.repeat_last_n, "how many recent tokens (prompt included) the penalties see")
+      ->capture_default_str();
+  app->add_option("-l,--logit-bias", o->logit_bias, "ID+BIAS or ID-BIAS (-inf bans the token); repeatable");
   app->add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
   app->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
   app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (ChatML, Gemma or Llama 3, from its GGUF)");

@@ -3,18 +3,28 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <unordered_set>
+#include <limits>
 
 #include "common/error.h"
 
 namespace kvlab::sample {
 
-void validate(const Params& p) {
+void validate(const Params& p, int n_vocab) {
   if (!(p.temperature >= 0.f) || !std::isfinite(p.temperature)) throw Error("--temp must be >= 0");
   if (!(p.top_p > 0.f && p.top_p <= 1.f)) throw Error("--top-p must be in (0, 1]");
   if (!(p.min_p >= 0.f && p.min_p < 1.f)) throw Error("--min-p must be in [0, 1)");
   if (!(p.repeat_penalty > 0.f) || !std::isfinite(p.repeat_penalty)) throw Error("--repeat-penalty must be > 0");
-  if (p.repeat_last_n < 0) throw Error("repeat window must be >= 0");
+  if (p.repeat_last_n < 0) throw Error("--repeat-last-n must be >= 0");
+  if (!std::isfinite(p.frequency_penalty)) throw Error("--frequency-penalty must be a finite number");
+  if (!std::isfinite(p.presence_penalty)) throw Error("--presence-penalty must be a finite number");
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0) throw Error("logit bias for token id " + std::to_string(id) + ": token ids are >= 0");
+    if (n_vocab >= 0 && id >= n_vocab)
+      throw Error("logit bias for token id " + std::to_string(id) + ": the vocabulary has ids 0.." +
+                  std::to_string(n_vocab - 1));
+    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
+      throw Error("logit bias for token id " + std::to_string(id) + " must be a number (or -inf to ban it)");
+  }
 }
 
 int32_t argmax(std::span<const float> logits) {
@@ -24,16 +34,37 @@ int32_t argmax(std::span<const float> logits) {
 Sampler::Sampler(const Params& p) : p_(p), rng_(p.seed) { validate(p); }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  // The logits the chain sees: the row itself, or a copy with the penalty.
+  // The logits the chain sees: the row itself, or a copy with the bias and
+  // the penalties.
   std::span<const float> l = logits;
-  if (p_.repeat_penalty != 1.0f && p_.repeat_last_n > 0) {
+  const bool penalties = p_.repeat_last_n > 0 &&
+                         (p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0.f || p_.presence_penalty != 0.f);
+  if (penalties || !p_.logit_bias.empty()) {
     penalized_.assign(logits.begin(), logits.end());
-    const size_t n = std::min(history.size(), size_t(p_.repeat_last_n));
-    std::unordered_set<int32_t> seen(history.end() - ptrdiff_t(n), history.end());
-    for (int32_t id : seen) {
-      if (id < 0 || size_t(id) >= penalized_.size()) continue;
-      float& v = penalized_[size_t(id)];
-      v = v > 0 ? v / p_.repeat_penalty : v * p_.repeat_penalty;
+    for (const auto& [id, bias] : p_.logit_bias) {
+      if (size_t(id) >= penalized_.size())
+        throw Error("logit bias for token id " + std::to_string(id) + ": the logits have " +
+                    std::to_string(penalized_.size()) + " ids");
+      penalized_[size_t(id)] += bias;
+    }
+    if (penalties) {
+      // Occurrences of each id in the window: sorted ids, then runs.
+      const size_t n = std::min(history.size(), size_t(p_.repeat_last_n));
+      std::vector<int32_t> window(history.end() - ptrdiff_t(n), history.end());
+      std::sort(window.begin(), window.end());
+      counts_.clear();
+      for (size_t i = 0; i < window.size();) {
+        size_t j = i;
+        while (j < window.size() && window[j] == window[i]) ++j;
+        counts_.push_back({window[i], int(j - i)});
+        i = j;
+      }
+      for (const auto& [id, count] : counts_) {
+        if (id < 0 || size_t(id) >= penalized_.size()) continue;
+        float& v = penalized_[size_t(id)];
+        v = v > 0 ? v / p_.repeat_penalty : v * p_.repeat_penalty;
+        v -= float(count) * p_.frequency_penalty + p_.presence_penalty;
+      }
     }
     l = penalized_;
   }

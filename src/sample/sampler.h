@@ -1,11 +1,12 @@
 // Picks the next token from a row of logits. The chain follows llama.cpp's
-// common order: repetition penalty -> top-k -> temperature -> softmax ->
+// common order: logit bias -> penalties -> top-k -> temperature -> softmax ->
 // top-p -> min-p -> draw. Temperature 0 is greedy (argmax, ties to the lower
-// id), and skips everything else.
+// id) over the biased and penalized logits, and skips the rest.
 #pragma once
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace kvlab::sample {
@@ -16,12 +17,20 @@ struct Params {
   float top_p = 0.95f;         // 1: off
   float min_p = 0.05f;         // 0: off; keep p >= min_p * p_max
   float repeat_penalty = 1.0f; // 1: off; CTRL-style (Keskar et al. 2019): logit/r if > 0 else logit*r
-  int repeat_last_n = 64;      // window of recent tokens the penalty looks at
+  int repeat_last_n = 64;      // window of recent tokens the penalties look at
+  // OpenAI's penalties, after the repetition penalty as in llama.cpp: a token
+  // seen c times in the window loses c * frequency_penalty + presence_penalty.
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
   uint64_t seed = 0;
+  // Added to the named tokens' logits before anything else (OpenAI's
+  // logit_bias; -inf bans a token).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
-// Throws kvlab::Error for out-of-range parameters (e.g. top_p outside (0,1]).
-void validate(const Params& p);
+// Throws kvlab::Error for out-of-range parameters (e.g. top_p outside (0,1]),
+// and for a biased token id outside a vocabulary of n_vocab (when known).
+void validate(const Params& p, int n_vocab = -1);
 
 int32_t argmax(std::span<const float> logits);
 
@@ -52,7 +61,8 @@ class Sampler {
   Params p_;
   std::mt19937_64 rng_;
   std::vector<Candidate> cand_;    // reused between calls
-  std::vector<float> penalized_;   // the logits with the repetition penalty applied
+  std::vector<float> penalized_;   // the logits with the bias and penalties applied
+  std::vector<std::pair<int32_t, int>> counts_;  // (id, occurrences) in the penalty window
 };
 
 }  // namespace kvlab::sample

@@ -1,8 +1,10 @@
 #include "server/openai_api.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 namespace kvlab::server {
@@ -195,6 +197,32 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   if (auto v = number(j, "repeat_penalty")) {
     if (!(*v > 0 && *v <= 10)) fail("'repeat_penalty' must be in (0, 10]", "repeat_penalty", "invalid_value");
     sp.repeat_penalty = float(*v);
+  }
+  if (auto n = integer(j, "repeat_last_n")) {
+    if (*n < 0 || *n > (1 << 24)) fail("'repeat_last_n' must be >= 0", "repeat_last_n", "invalid_value");
+    sp.repeat_last_n = int(*n);
+  }
+  // OpenAI's penalties, in its range.
+  for (auto [name, dst] : {std::pair{"frequency_penalty", &sp.frequency_penalty},
+                           std::pair{"presence_penalty", &sp.presence_penalty}})
+    if (auto v = number(j, name)) {
+      if (!(*v >= -2 && *v <= 2)) fail(std::string("'") + name + "' must be in [-2, 2]", name, "invalid_value");
+      *dst = float(*v);
+    }
+  // logit_bias: {"token id": bias in [-100, 100]}; -100 bans, as OpenAI.
+  if (const json* lb = field(j, "logit_bias")) {
+    if (!lb->is_object()) fail("'logit_bias' must be an object of token id -> bias", "logit_bias", "invalid_type");
+    for (const auto& [key, bias] : lb->items()) {
+      const bool digits = !key.empty() && key.size() <= 9 &&
+                          std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      if (!digits || std::stol(key) >= tok.n_vocab())
+        fail("'logit_bias' key '" + key + "' is not a token id of this model (0.." + std::to_string(tok.n_vocab() - 1) +
+                 ")", "logit_bias", "invalid_value");
+      if (!bias.is_number() || !(bias.get<double>() >= -100 && bias.get<double>() <= 100))
+        fail("'logit_bias' values must be numbers in [-100, 100]", "logit_bias", "invalid_value");
+      const double b = bias.get<double>();
+      sp.logit_bias.push_back({int32_t(std::stol(key)), b <= -100 ? -std::numeric_limits<float>::infinity() : float(b)});
+    }
   }
   if (auto s = integer(j, "seed")) {
     sp.seed = uint64_t(*s);

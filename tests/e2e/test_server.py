@@ -303,6 +303,26 @@ def test_logprobs(client):
         assert len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob == pytest.approx(t.logprob)
 
 
+def test_logit_bias_and_penalties(client):
+    """The official client's logit_bias forces a token (100) or bans one (-100); its penalties are taken."""
+    def tokens(**kw):
+        r = client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=3, temperature=0,
+                                      logprobs=0, **kw)
+        return r.choices[0].logprobs.tokens
+    plain = tokens()
+    forced = tokens(logit_bias={"1000": 100})
+    assert len(set(forced)) == 1 and forced != plain
+    assert tokens(logit_bias={"1000": 100}, frequency_penalty=2, presence_penalty=2) == forced  # 100 - 2c - 2 still wins
+    other = tokens(logit_bias={"1000": -100, "1001": 100})
+    assert len(set(other)) == 1 and other != forced
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL_ID, prompt="x", max_tokens=1, logit_bias={"99999999": 1})
+    assert e.value.status_code == 400 and e.value.param == "logit_bias"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL_ID, prompt="x", max_tokens=1, presence_penalty=3)
+    assert e.value.param == "presence_penalty"
+
+
 def test_context_length_exceeded(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model=MODEL_ID, prompt="hello " * 3000, max_tokens=4)

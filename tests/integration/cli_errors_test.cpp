@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/models.h"
 #include "common/scratch_dir.h"
 #include "common/tiny_model.h"
@@ -241,6 +243,42 @@ TEST(Cli, DemoShowsEverySection) {
                            "| weight matmuls (QKV, O, gate+up, down) |", "| attention over the KV cache |",
                            "## The same comparison for Llama-3.1-8B (bf16) on an H100 SXM, simulated"})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+}
+
+// --logit-bias ID-inf bans the greedy pick, ID+BIAS forces one; a bad
+// argument or an id past the vocabulary is a one-line error.
+TEST(Cli, LogitBiasAndOpenAiPenalties) {
+  const std::string run = "run -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf" +
+                          " -p 'Once upon a time' -n 1 --temp 0 --json";
+  auto first_token = [&](const std::string& extra) {
+    const Result r = run_kvlab(run + " " + extra);
+    EXPECT_EQ(r.status, 0) << extra << ": " << r.err;
+    return nlohmann::json::parse(r.out)["tokens"][0].get<int>();
+  };
+  const int greedy = first_token("");
+  const int second = first_token("--logit-bias " + std::to_string(greedy) + "-inf");
+  EXPECT_NE(second, greedy);
+  EXPECT_EQ(first_token("-l 7+100"), 7);
+  // The prompt's own tokens are in the penalty window: a prompt token
+  // biased to the top is pushed back off it by a presence penalty, not once
+  // the window no longer reaches back to it.
+  const Result ids = run_kvlab("tokenize -m " + std::string(KVLAB_SOURCE_DIR) +
+                               "/../shared/models/stories260K.gguf -p 'Once upon a time' --json");
+  const auto prompt = nlohmann::json::parse(ids.out)["ids"].get<std::vector<int>>();
+  ASSERT_EQ(prompt.size(), 5u);  // BOS, Once, upon, a, time
+  const std::string once = std::to_string(prompt[1]);
+  EXPECT_EQ(first_token("-l " + once + "+30"), prompt[1]);
+  EXPECT_NE(first_token("-l " + once + "+30 --presence-penalty 100"), prompt[1]);
+  EXPECT_NE(first_token("-l " + once + "+30 --frequency-penalty 100"), prompt[1]);
+  EXPECT_EQ(first_token("-l " + once + "+30 --presence-penalty 100 --repeat-last-n 3"), prompt[1]);
+  for (const auto& [arg, line] : std::vector<std::pair<std::string, std::string>>{
+           {"--logit-bias 12", "--logit-bias '12': expected ID+BIAS or ID-BIAS, e.g. 15043+1 or 15043-inf"},
+           {"--logit-bias x+1", "--logit-bias 'x+1': expected ID+BIAS or ID-BIAS, e.g. 15043+1 or 15043-inf"},
+           {"--logit-bias 12+", "--logit-bias '12+': expected ID+BIAS or ID-BIAS, e.g. 15043+1 or 15043-inf"},
+           {"--logit-bias 12+inf", "logit bias for token id 12 must be a number (or -inf to ban it)"},
+           {"--logit-bias 512+1", "logit bias for token id 512: the vocabulary has ids 0..511"},
+           {"--frequency-penalty nan", "--frequency-penalty must be a finite number"}})
+    expect_one_line_error(run_kvlab(run + " " + arg), line);
 }
 
 // An empty prompt is a prompt: a model that adds BOS generates from BOS alone

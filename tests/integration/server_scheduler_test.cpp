@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
+#include <map>
 
 #include "common/log_softmax.h"
 #include "common/models.h"
@@ -272,6 +274,48 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(logprobs_of(Endpoint::Chat, R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})"), 0);
   const char* top5 = R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})";
   EXPECT_EQ(logprobs_of(Endpoint::Chat, top5), 5);
+}
+
+// OpenAI's frequency_penalty, presence_penalty and logit_bias reach the
+// sampler as given (-100 as a ban), and out-of-range values are 400s naming
+// the parameter.
+TEST(ServerOpenAiApi, PenaltiesAndLogitBias) {
+  using server::Endpoint;
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  const server::ParsedRequest r = server::parse_request(
+      Endpoint::Completions,
+      R"({"prompt":"hi","frequency_penalty":0.5,"presence_penalty":-1,"repeat_last_n":16,)"
+      R"("logit_bias":{"42":3.5,"7":-100}})",
+      *lm.tok, {"m", 64});
+  const sample::Params& sp = r.gen.sampling;
+  EXPECT_EQ(sp.frequency_penalty, 0.5f);
+  EXPECT_EQ(sp.presence_penalty, -1.f);
+  EXPECT_EQ(sp.repeat_last_n, 16);
+  ASSERT_EQ(sp.logit_bias.size(), 2u);
+  std::map<int32_t, float> bias(sp.logit_bias.begin(), sp.logit_bias.end());
+  EXPECT_EQ(bias[42], 3.5f);
+  EXPECT_EQ(bias[7], -std::numeric_limits<float>::infinity());
+  for (const char* body : {R"({"prompt":"x","frequency_penalty":2.5})", R"({"prompt":"x","frequency_penalty":"1"})"})
+    EXPECT_EQ(parse_error(Endpoint::Completions, body).param, "frequency_penalty") << body;
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","presence_penalty":-3})").param, "presence_penalty");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","repeat_last_n":-1})").param, "repeat_last_n");
+  for (const char* body : {R"({"prompt":"x","logit_bias":[1]})", R"({"prompt":"x","logit_bias":{"a":1}})",
+                           R"({"prompt":"x","logit_bias":{"-1":1}})", R"({"prompt":"x","logit_bias":{"49152":1}})",
+                           R"({"prompt":"x","logit_bias":{"5":101}})", R"({"prompt":"x","logit_bias":{"5":"1"}})"}) {
+    const server::ApiError e = parse_error(Endpoint::Completions, body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, "logit_bias") << body;
+  }
+  // A ban takes effect: the greedy pick of a prompt, banned, is not picked.
+  server::Metrics metrics;
+  server::Scheduler sched(*lm.model, *lm.tok, pool_of(1, 64), metrics);
+  server::GenRequest g = greedy(lm, "The capital of France is");
+  g.max_tokens = 1;
+  g.ignore_eos = true;
+  g.logprobs = 0;  // for the ids
+  const int32_t first = sched.submit(g)->wait_all().logprobs.at(0).id;
+  g.sampling.logit_bias = {{first, -std::numeric_limits<float>::infinity()}};
+  EXPECT_NE(sched.submit(g)->wait_all().logprobs.at(0).id, first);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -25,16 +26,21 @@ std::vector<float> random_logits(size_t n, uint32_t seed, float sigma = 3.f) {
   return l;
 }
 
-// The chain of sampler.h with no shortcut: penalty, every candidate sorted by
-// (logit desc, id asc), top-k cut, softmax at T, top-p, min-p, the draw.
+// The chain of sampler.h with no shortcut: bias, penalties, every candidate
+// sorted by (logit desc, id asc), top-k cut, softmax at T, top-p, min-p, the
+// draw.
 int32_t reference_sample(const Params& p, std::vector<float> l, const std::vector<int32_t>& history,
                          std::mt19937_64& rng) {
-  if (p.repeat_penalty != 1.f && p.repeat_last_n > 0) {
+  for (const auto& [id, bias] : p.logit_bias) l[size_t(id)] += bias;
+  if (p.repeat_last_n > 0) {
     const size_t n = std::min(history.size(), size_t(p.repeat_last_n));
-    std::vector<int32_t> seen(history.end() - ptrdiff_t(n), history.end());
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (int32_t id : seen) l[size_t(id)] = l[size_t(id)] > 0 ? l[size_t(id)] / p.repeat_penalty : l[size_t(id)] * p.repeat_penalty;
+    std::map<int32_t, int> count;
+    for (size_t i = history.size() - n; i < history.size(); ++i) ++count[history[i]];
+    for (const auto& [id, c] : count) {
+      float& v = l[size_t(id)];
+      v = v > 0 ? v / p.repeat_penalty : v * p.repeat_penalty;
+      v -= float(c) * p.frequency_penalty + p.presence_penalty;
+    }
   }
   std::vector<int32_t> ids(l.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
@@ -87,6 +93,14 @@ TEST(Sampler, EqualsThePlainChainDrawForDraw) {
   pen.top_p = 0.8f;
   pen.min_p = 0.1f;
   settings.push_back(pen);
+  Params openai = pen;  // OpenAI's penalties and a bias, with and without the CTRL one
+  openai.frequency_penalty = 0.7f;
+  openai.presence_penalty = 0.4f;
+  openai.logit_bias = {{9, 2.5f}, {17, -std::numeric_limits<float>::infinity()}, {4000, -1.f}};
+  settings.push_back(openai);
+  openai.repeat_penalty = 1.f;
+  openai.temperature = 0.f;
+  settings.push_back(openai);
   Params off;
   off.top_p = 1.f;
   off.min_p = 0.f;
@@ -131,6 +145,47 @@ TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
   w.repeat_last_n = 1;
   Sampler t(w);
   EXPECT_EQ(t.sample(std::vector<float>{3.f, 2.f}, std::vector<int32_t>{0, 1}), 0);
+}
+
+// OpenAI's formula: logit - count * frequency_penalty - presence_penalty for
+// a token in the window, after logit_bias. Greedy, so the argmax shows it.
+TEST(Sampler, FrequencyAndPresencePenaltiesAndLogitBiasByHand) {
+  Params p;
+  p.temperature = 0.f;
+  p.frequency_penalty = 0.5f;
+  const std::vector<float> l = {3.f, 2.2f, 1.f};
+  // Token 0 seen twice: 3 - 2 x 0.5 = 2, below token 1's 2.2.
+  EXPECT_EQ(Sampler(p).sample(l, std::vector<int32_t>{0, 0}), 1);
+  // Seen once: 2.5, still first.
+  EXPECT_EQ(Sampler(p).sample(l, std::vector<int32_t>{0}), 0);
+  // Presence counts once, whatever the count: 3 - 0.9 = 2.1 < 2.2 once or thrice.
+  Params q;
+  q.temperature = 0.f;
+  q.presence_penalty = 0.9f;
+  EXPECT_EQ(Sampler(q).sample(l, std::vector<int32_t>{0}), 1);
+  EXPECT_EQ(Sampler(q).sample(l, std::vector<int32_t>{0, 0, 0}), 1);
+  q.presence_penalty = 0.7f;  // 2.3 > 2.2
+  EXPECT_EQ(Sampler(q).sample(l, std::vector<int32_t>{0, 0, 0}), 0);
+  // A negative penalty favours what was seen: 1 + 2.5 = 3.5 beats 3.
+  q.presence_penalty = -2.5f;
+  EXPECT_EQ(Sampler(q).sample(l, std::vector<int32_t>{2}), 2);
+  // The bias comes first and is not itself penalized away: 1 + 2.1 = 3.1.
+  Params b;
+  b.temperature = 0.f;
+  b.logit_bias = {{2, 2.1f}};
+  EXPECT_EQ(Sampler(b).sample(l, {}), 2);
+  // -inf bans a token, even at a temperature where everything else could be drawn.
+  Params ban;
+  ban.temperature = 1.5f;
+  ban.top_k = 0;
+  ban.top_p = 1.f;
+  ban.min_p = 0.f;
+  ban.logit_bias = {{0, -std::numeric_limits<float>::infinity()}};
+  Sampler s(ban);
+  for (int i = 0; i < 500; ++i) ASSERT_NE(s.sample(l, {}), 0);
+  // A bias for an id the logits do not have is an error, not a write past them.
+  b.logit_bias = {{3, 1.f}};
+  EXPECT_EQ(test::error_of([&] { Sampler(b).sample(l, {}); }), "logit bias for token id 3: the logits have 3 ids");
 }
 
 // Draw counts over many draws against the distribution each stage leaves.
@@ -220,6 +275,21 @@ TEST(Sampler, RejectsOutOfRangeParameters) {
   p = Params{};
   p.repeat_penalty = 0.f;
   EXPECT_EQ(error_of(p), "--repeat-penalty must be > 0");
+  p = Params{};
+  p.frequency_penalty = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(error_of(p), "--frequency-penalty must be a finite number");
+  p = Params{};
+  p.presence_penalty = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(error_of(p), "--presence-penalty must be a finite number");
+  p = Params{};
+  p.logit_bias = {{7, std::numeric_limits<float>::infinity()}};
+  EXPECT_EQ(error_of(p), "logit bias for token id 7 must be a number (or -inf to ban it)");
+  p.logit_bias = {{-1, 1.f}};
+  EXPECT_EQ(error_of(p), "logit bias for token id -1: token ids are >= 0");
+  p.logit_bias = {{49152, 1.f}};
+  EXPECT_EQ(test::error_of([&] { validate(p, 49152); }), "logit bias for token id 49152: the vocabulary has ids 0..49151");
+  p = Params{};
+  p.repeat_penalty = 0.f;
   EXPECT_THROW(Sampler{p}, Error);
 }
 
