@@ -26,6 +26,7 @@ case "$(basename "$BIN")" in
     seed 0 '{"prompt":[1,403,407],"max_tokens":4,"seed":3,"logit_bias":{"5":1}}' b
     seed 1 '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"max_tokens":4,"n":1}' a
     seed 0 '{"prompt":"Hi","max_tokens":2,"logprobs":3,"echo":false}' c
+    seed 0 '{"prompt":"Hi","max_tokens":2,"frequency_penalty":0.5,"presence_penalty":-1,"repeat_last_n":8,"logit_bias":{"7":-100,"42":3.5}}' d
     seed 1 '{"messages":[{"role":"user","content":"Hi"}],"logprobs":true,"top_logprobs":2}' b
     seed 2 '{"prompt":"Tell a story","n":4,"no_kv_cache":true}' a
     seed 3 '{"model":"llama-3.1-8b","hw":"h100","prompt":128,"gen":16,"batch":2,"weights":"q4_0","kv":"q8_0"}' a
