@@ -21,7 +21,8 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> models;
   bool mmap = false;
-  std::vector<int> n_prompt{512}, n_gen{128}, depth{0}, threads;
+  std::vector<int> n_prompt{512}, n_gen{128}, depth{0}, threads, ubatch{512};
+  std::vector<std::string> pg;  // "PP,TG": prompt then generation, timed together
   std::vector<std::string> kv_types{"f16"};
   int reps = 5;
   bool no_kv_cache = false;
@@ -98,6 +99,20 @@ void print_stages(const nlohmann::json& r) {
                 pct(st, "pct_of_peak_bandwidth").c_str());
 }
 
+// "512,128" (llama-bench's -pg) -> {512, 128}.
+std::pair<int, int> parse_pg(const std::string& arg) {
+  const size_t comma = arg.find(',');
+  auto number = [&](const std::string& s) {
+    if (s.empty() || s.size() > 7 || s.find_first_not_of("0123456789") != std::string::npos)
+      throw Error("--pg '" + arg + "': expected PROMPT,GEN token counts, e.g. 512,128");
+    return std::stoi(s);
+  };
+  if (comma == std::string::npos) number("");
+  const int pp = number(arg.substr(0, comma)), tg = number(arg.substr(comma + 1));
+  if (pp < 1 || tg < 1) throw Error("--pg '" + arg + "': both counts must be at least 1");
+  return {pp, tg};
+}
+
 nlohmann::json row_json(const engine::BenchResult& r) {
   nlohmann::json j;
   j["test"] = r.test.name();
@@ -105,12 +120,30 @@ nlohmann::json row_json(const engine::BenchResult& r) {
   j["n_gen"] = r.test.n_gen;
   j["depth"] = r.test.depth;
   j["threads"] = r.test.threads;
+  j["n_ubatch"] = r.test.max_batch;
   j["kv_cache"] = r.test.kv_cache;
   j["kv_type"] = tensor::dtype_info(r.test.kv_type).name;
   j["tok_s"] = r.tok_s;
   j["mean_tok_s"] = r.mean;
   j["stddev_tok_s"] = r.stddev;
   const auto& a = r.roofline;
+  if (r.test.n_prompt > 0 && r.test.n_gen > 0) {
+    // Both phases: each one's share of its own peak, and no single verdict.
+    engine::PhaseWork w = a.prefill;
+    w.seconds += a.decode.seconds;
+    w.flops += a.decode.flops;
+    w.weight_bytes += a.decode.weight_bytes;
+    w.kv_bytes += a.decode.kv_bytes;
+    j["achieved_gflop_s"] = w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0;
+    j["achieved_gb_s"] = w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0;
+    j["prefill_seconds"] = a.prefill.seconds / double(r.tok_s.size());
+    j["decode_seconds"] = a.decode.seconds / double(r.tok_s.size());
+    if (a.prefill_verdict && a.decode_verdict && a.peaks) {
+      j["prefill_pct_of_peak_compute"] = 100 * a.prefill_verdict->flops_utilization;
+      j["decode_pct_of_peak_bandwidth"] = 100 * a.decode_verdict->bw_utilization;
+    }
+    return j;
+  }
   const engine::PhaseWork& w = r.test.n_prompt > 0 ? a.prefill : a.decode;
   j["flops_per_run"] = w.flops / double(r.tok_s.size());
   j["bytes_per_run"] = w.bytes() / double(r.tok_s.size());
@@ -137,6 +170,8 @@ void bench(const BenchOptions& o) {
   if (threads.empty()) threads = {kernels::ThreadPool::default_threads()};
   std::vector<std::string> models = o.models;
   if (models.empty()) models = {""};
+  std::vector<std::pair<int, int>> pg;
+  for (const std::string& a : o.pg) pg.push_back(parse_pg(a));
 
   nlohmann::json out;
   out["machine"] = {{"cpu", kernels::cpu().model}, {"isa", kernels::isa_name(kernels::active_isa())},
@@ -154,10 +189,15 @@ void bench(const BenchOptions& o) {
       for (const auto& kv : o.kv_types)
         for (int d : o.depth) {
           std::vector<engine::BenchTest> tests;
-          for (int p : o.n_prompt)
-            if (p > 0) tests.push_back({p, 0, d, t, !o.no_kv_cache, *tensor::parse_dtype(kv)});
+          const tensor::DType kv_type = *tensor::parse_dtype(kv);
+          for (int ub : o.ubatch) {
+            for (int p : o.n_prompt)
+              if (p > 0) tests.push_back({p, 0, d, t, !o.no_kv_cache, kv_type, ub});
+            for (const auto& [p, n] : pg) tests.push_back({p, n, d, t, !o.no_kv_cache, kv_type, ub});
+          }
+          // A tg test's passes are one token each: the batch size does not apply.
           for (int n : o.n_gen)
-            if (n > 0) tests.push_back({0, n, d, t, !o.no_kv_cache, *tensor::parse_dtype(kv)});
+            if (n > 0) tests.push_back({0, n, d, t, !o.no_kv_cache, kv_type, o.ubatch.front()});
           for (const auto& test : tests) {
             std::fprintf(stderr, "kvlab bench: %s, %d threads, kv %s%s ...\n", test.name().c_str(), t, kv.c_str(),
                          o.no_kv_cache ? " (no KV cache)" : "");
@@ -177,12 +217,12 @@ void bench(const BenchOptions& o) {
     return;
   }
   if (o.output == "csv") {
-    std::printf("model,dtypes,threads,kv_cache,kv_type,test,mean_tok_s,stddev_tok_s,achieved_gflop_s,achieved_gb_s,"
+    std::printf("model,dtypes,threads,n_ubatch,kv_cache,kv_type,test,mean_tok_s,stddev_tok_s,achieved_gflop_s,achieved_gb_s,"
                 "pct_of_peak_compute,pct_of_peak_bandwidth,commit,date,cpu\n");
     for (const auto& r : out["results"])
-      std::printf("%s,\"%s\",%d,%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%s,%s,\"%s\"\n",
+      std::printf("%s,\"%s\",%d,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%s,%s,\"%s\"\n",
                   r["model_name"].get<std::string>().c_str(), r["dtypes"].get<std::string>().c_str(),
-                  r["threads"].get<int>(), r["kv_cache"].get<bool>(), r["kv_type"].get<std::string>().c_str(),
+                  r["threads"].get<int>(), r["n_ubatch"].get<int>(), r["kv_cache"].get<bool>(), r["kv_type"].get<std::string>().c_str(),
                   r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
                   r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(),
                   r.value("pct_of_peak_compute", 0.0), r.value("pct_of_peak_bandwidth", 0.0), build_commit(),
@@ -192,11 +232,18 @@ void bench(const BenchOptions& o) {
   std::printf("kvlab bench | %s (%s) | commit %s | %s | weights %s\n\n", kernels::cpu().model.c_str(),
               kernels::isa_name(kernels::active_isa()), build_commit(), out["date"].get<std::string>().c_str(),
               out["weights"].get<std::string>().c_str());
-  std::printf("| model | size | dtypes | threads | KV | test | t/s | GFLOP/s | GB/s | roofline |\n");
-  std::printf("|---|---|---|--:|---|---|--:|--:|--:|---|\n");
+  // The batch size gets a column only when it was set, as llama-bench's n_ubatch.
+  const bool ub_column = o.ubatch != std::vector<int>{512};
+  std::printf("| model | size | dtypes | threads |%s KV | test | t/s | GFLOP/s | GB/s | roofline |\n", ub_column ? " ub |" : "");
+  std::printf("|---|---|---|--:|%s---|---|--:|--:|--:|---|\n", ub_column ? "--:|" : "");
   for (const auto& r : out["results"]) {
     std::string roof = "run `kvlab probe` for peaks";
-    if (r.contains("bound")) {
+    if (r.contains("prefill_pct_of_peak_compute")) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "prefill %.0f%% of peak compute, decode %.0f%% of peak bandwidth",
+                    r["prefill_pct_of_peak_compute"].get<double>(), r["decode_pct_of_peak_bandwidth"].get<double>());
+      roof = buf;
+    } else if (r.contains("bound")) {
       char buf[160];
       if (r["n_prompt"].get<int>() > 0)
         std::snprintf(buf, sizeof buf, "%.0f%% of %.0f GOP/s %s; %s", r["pct_of_peak_compute"].get<double>(),
@@ -208,10 +255,12 @@ void bench(const BenchOptions& o) {
                       r["bytes_per_token"].get<double>() / 1e6, r["bound"].get<std::string>().c_str());
       roof = buf;
     }
-    std::printf("| %s | %s | %s | %d | %s | %s | %.2f ± %.2f | %.1f | %.2f | %s |\n",
+    const bool prompt = r["n_prompt"].get<int>() > 0;  // a tg test's passes are single tokens
+    const std::string ub = !ub_column ? "" : prompt ? " " + std::to_string(r["n_ubatch"].get<int>()) + " |" : " - |";
+    std::printf("| %s | %s | %s | %d |%s %s | %s | %.2f ± %.2f | %.1f | %.2f | %s |\n",
                 r["model_name"].get<std::string>().c_str(),
                 human_bytes(r["model_bytes"].get<double>()).c_str(), r["dtypes"].get<std::string>().c_str(),
-                r["threads"].get<int>(),
+                r["threads"].get<int>(), ub.c_str(),
                 r["kv_cache"].get<bool>() ? r["kv_type"].get<std::string>().c_str() : "none",
                 r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
                 r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(), roof.c_str());
@@ -231,6 +280,9 @@ void add_bench_command(CLI::App& root) {
       ->delimiter(',')->check(CLI::Range(0, 1 << 20));
   app->add_option("-n,--n-gen", o->n_gen, "generated lengths for tg tests (0: none)")->capture_default_str()
       ->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  app->add_option("--pg", o->pg, "PROMPT,GEN: a prompt then a generation, timed together (llama-bench's -pg); repeatable");
+  app->add_option("--ub,--ubatch-size", o->ubatch, "tokens per forward pass of a prompt (longer prompts are chunked)")
+      ->capture_default_str()->delimiter(',')->check(CLI::Range(1, 1 << 20));
   app->add_option("-d,--depth", o->depth, "KV cache depths to test at")->capture_default_str()->delimiter(',')
       ->check(CLI::Range(0, 1 << 24));
   app->add_option("-r,--repetitions", o->reps, "repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));

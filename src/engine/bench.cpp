@@ -9,7 +9,9 @@
 namespace kvlab::engine {
 
 std::string BenchTest::name() const {
-  std::string s = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  std::string s = n_prompt > 0 && n_gen > 0 ? "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen)
+                  : n_prompt > 0              ? "pp" + std::to_string(n_prompt)
+                                              : "tg" + std::to_string(n_gen);
   if (depth > 0) s += " @ d" + std::to_string(depth);
   return s;
 }
@@ -31,12 +33,12 @@ double run_once(Session& s, const BenchTest& t, int n_vocab, model::StageTimes* 
   s.trace().clear();
   s.collect_stage_times(stage_times);
   const auto t0 = Clock::now();
-  if (t.n_prompt > 0) {
-    s.prefill(tokens(t.n_prompt, n_vocab, t.depth));
-  } else {
-    const auto ids = tokens(t.n_gen, n_vocab, t.depth);
-    if (t.depth == 0) s.prefill({ids.data(), 1});  // the first token has no cache to decode against
-    for (int i = t.depth == 0 ? 1 : 0; i < t.n_gen; ++i) s.decode(ids[size_t(i)]);
+  if (t.n_prompt > 0) s.prefill(tokens(t.n_prompt, n_vocab, t.depth));
+  if (t.n_gen > 0) {
+    const int at = t.depth + t.n_prompt;
+    const auto ids = tokens(t.n_gen, n_vocab, at);
+    if (at == 0) s.prefill({ids.data(), 1});  // the first token has no cache to decode against
+    for (int i = at == 0 ? 1 : 0; i < t.n_gen; ++i) s.decode(ids[size_t(i)]);
   }
   const double seconds = seconds_since(t0);
   s.collect_stage_times(nullptr);
@@ -47,7 +49,8 @@ double run_once(Session& s, const BenchTest& t, int n_vocab, model::StageTimes* 
 BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const std::optional<perf::HwProfile>& profile,
                       bool profile_stages) {
   if (reps < 1) throw Error("repetitions must be >= 1");
-  const int needed = t.depth + std::max(t.n_prompt, t.n_gen);
+  if (t.n_tokens() <= 0) throw Error("a bench test needs prompt or generated tokens");
+  const int needed = t.depth + t.n_tokens();
   if (needed > m.config().n_ctx_train)
     throw Error(t.name() + " needs " + std::to_string(needed) + " positions; the model's context is " +
                 std::to_string(m.config().n_ctx_train));
@@ -56,9 +59,10 @@ BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const
   o.n_threads = t.threads;
   o.kv_cache = t.kv_cache;
   o.kv_type = t.kv_type;
+  o.max_batch = t.max_batch;
   Session s(m, o);
   const int n_vocab = m.config().n_vocab;
-  const double n_timed = t.n_prompt > 0 ? t.n_prompt : t.n_gen;
+  const double n_timed = t.n_tokens();
 
   // Warm-up: page in the weights, settle the clocks, wake the pool. One run
   // is not enough for short tests: right after the model is loaded, the

@@ -13,14 +13,18 @@
 
 namespace kvlab::engine {
 
+// n_prompt alone: a pp test; n_gen alone: a tg test; both: llama-bench's
+// -pg, the prompt then the generation, timed together.
 struct BenchTest {
-  int n_prompt = 0;   // > 0: a pp test of this many tokens
-  int n_gen = 0;      // > 0: a tg test of this many tokens
+  int n_prompt = 0;   // > 0: this many prompt tokens, in one prefill
+  int n_gen = 0;      // > 0: this many generated tokens, one decode step each
   int depth = 0;      // positions already in the KV cache (filled, untimed)
   int threads = 1;
   bool kv_cache = true;
   tensor::DType kv_type = tensor::DType::F16;
-  std::string name() const;  // "pp512", "tg128 @ d4096"
+  int max_batch = 512;  // tokens per forward pass of a prefill (llama-bench's -ub)
+  std::string name() const;  // "pp512", "tg128 @ d4096", "pp512+tg128"
+  int n_tokens() const { return n_prompt + n_gen; }
 };
 
 struct BenchResult {

@@ -185,6 +185,9 @@ TEST(CliErrors, BadOptions) {
   EXPECT_EQ(r.err, "kvlab: error: give exactly one of -p PROMPT or -f FILE\n");
   r = run_kvlab("bench -p 0 -n 4 --profile -o csv");
   expect_one_line_error(r, "--profile needs -o md or json: its stage tables have no csv form");
+  expect_one_line_error(run_kvlab("bench --pg 512"), "--pg '512': expected PROMPT,GEN token counts, e.g. 512,128");
+  expect_one_line_error(run_kvlab("bench --pg 512,x"), "--pg '512,x': expected PROMPT,GEN token counts, e.g. 512,128");
+  expect_one_line_error(run_kvlab("bench --pg 0,128"), "--pg '0,128': both counts must be at least 1");
   r = run_kvlab("frobnicate");
   EXPECT_NE(r.status, 0);
   // A prompt file that is no file, or never ends, is refused, not read into
