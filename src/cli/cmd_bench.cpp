@@ -158,6 +158,10 @@ nlohmann::json row_json(const engine::BenchResult& r) {
     j["peak_kind"] = a.peaks->flops_kind;
     j["peak_gb_s"] = a.peaks->bytes_per_s / 1e9;
     add_verdict_fields(j, *v);
+    if (a.peaks->sustained_bytes_per_s > 0) {
+      j["peak_sustained_gb_s"] = a.peaks->sustained_bytes_per_s / 1e9;
+      j["pct_of_sustained_bandwidth"] = 100 * v->achieved_bytes_per_s / a.peaks->sustained_bytes_per_s;
+    }
   }
   return j;
 }
@@ -249,10 +253,15 @@ void bench(const BenchOptions& o) {
         std::snprintf(buf, sizeof buf, "%.0f%% of %.0f GOP/s %s; %s", r["pct_of_peak_compute"].get<double>(),
                       r["peak_gflop_s"].get<double>(), r["peak_kind"].get<std::string>().c_str(),
                       r["bound"].get<std::string>().c_str());
-      else
-        std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s; %.1f MB/token; %s",
-                      r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(),
+      else {
+        char sustained[64] = "";
+        if (r.contains("pct_of_sustained_bandwidth"))
+          std::snprintf(sustained, sizeof sustained, " (%.0f%% of %.1f sustained)",
+                        r["pct_of_sustained_bandwidth"].get<double>(), r["peak_sustained_gb_s"].get<double>());
+        std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s%s; %.1f MB/token; %s",
+                      r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(), sustained,
                       r["bytes_per_token"].get<double>() / 1e6, r["bound"].get<std::string>().c_str());
+      }
       roof = buf;
     }
     const bool prompt = r["n_prompt"].get<int>() > 0;  // a tg test's passes are single tokens

@@ -113,8 +113,12 @@ void print_roofline(const engine::Attribution& cached, const engine::Attribution
     return;
   }
   const engine::Peaks& pk = *cached.peaks;
-  std::printf("peaks (%s): %.1f GOP/s %s, %.1f GB/s read bandwidth; ridge %.1f FLOP/byte\n\n", pk.source.c_str(),
-              pk.flops / 1e9, pk.flops_kind.c_str(), pk.bytes_per_s / 1e9, pk.flops / pk.bytes_per_s);
+  char sustained[64] = "";
+  if (pk.sustained_bytes_per_s > 0)
+    std::snprintf(sustained, sizeof sustained, " (%.1f GB/s sustained)", pk.sustained_bytes_per_s / 1e9);
+  std::printf("peaks (%s): %.1f GOP/s %s, %.1f GB/s read bandwidth in the best window%s; ridge %.1f FLOP/byte\n\n",
+              pk.source.c_str(), pk.flops / 1e9, pk.flops_kind.c_str(), pk.bytes_per_s / 1e9, sustained,
+              pk.flops / pk.bytes_per_s);
   std::printf("| phase | work | achieved | of peak | intensity | verdict |\n|---|---|---|---|---|---|\n");
   auto row = [](const char* name, const engine::PhaseWork& w, const std::optional<perf::Verdict>& v) {
     if (!v) return;
@@ -127,8 +131,10 @@ void print_roofline(const engine::Attribution& cached, const engine::Attribution
   row("prefill", cached.prefill, cached.prefill_verdict);
   row("decode (KV cache)", cached.decode, cached.decode_verdict);
   row("decode (no cache)", naive.decode, naive.decode_verdict);
-  std::printf("\nA cached decode step reads %.1f MB (weights + KV) to make one token.\n",
-              cached.decode_bytes_per_token() / 1e6);
+  std::printf("\nA cached decode step reads %.1f MB (weights + KV) to make one token", cached.decode_bytes_per_token() / 1e6);
+  if (cached.decode_verdict && pk.sustained_bytes_per_s > 0)
+    std::printf(", at %.0f%% of the sustained bandwidth", 100 * cached.decode_verdict->achieved_bytes_per_s / pk.sustained_bytes_per_s);
+  std::printf(".\n");
 }
 
 // The seed's "Run Simulation": an 8B model on an H100, both modes, predicted

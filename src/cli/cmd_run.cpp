@@ -56,10 +56,14 @@ nlohmann::json roofline_json(const engine::Attribution& a) {
   j["prefill"] = phase_json(a.prefill, a.prefill_verdict);
   j["decode"] = phase_json(a.decode, a.decode_verdict);
   j["decode"]["bytes_per_token"] = a.decode_bytes_per_token();
-  if (a.peaks)
+  if (a.peaks) {
     j["peaks"] = {{"flops", a.peaks->flops}, {"kind", a.peaks->flops_kind}, {"bytes_per_s", a.peaks->bytes_per_s},
                   {"source", a.peaks->source}};
-  else
+    if (const double s = a.peaks->sustained_bytes_per_s; s > 0) {
+      j["peaks"]["sustained_bytes_per_s"] = s;
+      if (a.decode_verdict) j["decode"]["pct_of_sustained_bandwidth"] = 100 * a.decode_verdict->achieved_bytes_per_s / s;
+    }
+  } else
     j["peaks"] = nullptr;
   return j;
 }

@@ -33,11 +33,15 @@ void add(PhaseWork& into, const PhaseWork& w, double seconds) {
   into.kv_bytes += w.kv_bytes;
 }
 
-double bandwidth_at(const perf::HwProfile& p, int threads) {
-  double best = 0;
-  for (const auto& pt : p.mem_read_bw)
-    if (pt.threads <= threads) best = std::max(best, pt.bytes_per_s);
-  return best > 0 ? best : p.best_read_bw();
+// The fastest point measured with at most `threads` threads (the fastest of
+// all when every point has more).
+perf::BandwidthPoint bandwidth_at(const perf::HwProfile& p, int threads) {
+  perf::BandwidthPoint best, any;
+  for (const auto& pt : p.mem_read_bw) {
+    if (pt.threads <= threads && pt.bytes_per_s > best.bytes_per_s) best = pt;
+    if (pt.bytes_per_s > any.bytes_per_s) any = pt;
+  }
+  return best.bytes_per_s > 0 ? best : any;
 }
 }  // namespace
 
@@ -57,7 +61,9 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
   pk.flops = (quantized ? profile->peak_int8_ops : profile->peak_fp32_flops) * core_share;
   pk.fp32_flops = profile->peak_fp32_flops * core_share;
   pk.flops_kind = quantized ? "int8 dot" : "fp32 FMA";
-  pk.bytes_per_s = bandwidth_at(*profile, threads);
+  const perf::BandwidthPoint bw = bandwidth_at(*profile, threads);
+  pk.bytes_per_s = bw.bytes_per_s;
+  pk.sustained_bytes_per_s = bw.sustained_bytes_per_s;
   pk.source = "kvlab probe, " + profile->date;
   a.peaks = pk;
   if (pk.flops <= 0 || pk.bytes_per_s <= 0) return a;

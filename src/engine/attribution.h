@@ -31,7 +31,8 @@ struct PhaseWork {
 struct Peaks {
   double flops = 0;            // FLOP/s (or int8 op/s) of the arithmetic used
   double fp32_flops = 0;       // fp32 FMA FLOP/s: attention and the element-wise ops run in fp32
-  double bytes_per_s = 0;      // read bandwidth at this thread count
+  double bytes_per_s = 0;      // read bandwidth at this thread count (the probe's best window)
+  double sustained_bytes_per_s = 0;  // its best whole pass; 0 in a profile without it
   std::string flops_kind;      // "int8 dot" or "fp32 FMA"
   std::string source;          // the profile path and date
 };

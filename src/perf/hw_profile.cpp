@@ -144,7 +144,9 @@ HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin) 
     field_error(origin, "mem_read_bw", "missing or not a non-empty array of {threads, bytes_per_s}");
   for (const json& point : j["mem_read_bw"]) {
     if (!point.is_object()) field_error(origin, "mem_read_bw", "entries must be objects");
-    p.mem_read_bw.push_back({positive_int(point, origin, "threads"), positive_number(point, origin, "bytes_per_s")});
+    BandwidthPoint b{positive_int(point, origin, "threads"), positive_number(point, origin, "bytes_per_s")};
+    if (point.contains("sustained_bytes_per_s")) b.sustained_bytes_per_s = positive_number(point, origin, "sustained_bytes_per_s");
+    p.mem_read_bw.push_back(b);
   }
   p.peak_fp32_flops = positive_number(j, origin, "peak_fp32_flops");
   if (j.contains("peak_int8_ops")) {
@@ -164,7 +166,11 @@ HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin) 
 
 std::string hw_profile_to_json(const HwProfile& p) {
   json bw = json::array();
-  for (const BandwidthPoint& b : p.mem_read_bw) bw.push_back({{"threads", b.threads}, {"bytes_per_s", b.bytes_per_s}});
+  for (const BandwidthPoint& b : p.mem_read_bw) {
+    json point = {{"threads", b.threads}, {"bytes_per_s", b.bytes_per_s}};
+    if (b.sustained_bytes_per_s > 0) point["sustained_bytes_per_s"] = b.sustained_bytes_per_s;
+    bw.push_back(point);
+  }
   json j = {{"format", kHwProfileFormat},
                   {"date", p.date},
                   {"cpu_model", p.cpu_model},

@@ -16,7 +16,7 @@
 //                 "l3_bytes": 402653184 },     // whole socket
 //     "mem_bytes": 824633720832,               // installed RAM
 //     "mem_read_bw": [                         // streaming read bandwidth by thread count
-//       { "threads": 1, "bytes_per_s": 2.1e10 },
+//       { "threads": 1, "bytes_per_s": 2.1e10, "sustained_bytes_per_s": 1.8e10 },
 //       { "threads": 96, "bytes_per_s": 3.6e11 } ],
 //     "peak_fp32_flops": 7.1e12,               // measured FMA throughput, all threads
 //     "peak_int8_ops": 2.8e13,                 // measured int8 dot throughput, all threads;
@@ -51,7 +51,8 @@ inline constexpr std::string_view kHwProfileFormat = "kvlab-hw-profile/1";
 
 struct BandwidthPoint {
   int threads = 0;
-  double bytes_per_s = 0;
+  double bytes_per_s = 0;            // the best window: a burst figure
+  double sustained_bytes_per_s = 0;  // the best whole pass; 0: not measured (a profile from before it was)
 };
 
 // kvlab's own kernels timed by `kvlab probe` (docs/probe.md, "Engine kernels"):

@@ -194,7 +194,8 @@ struct Progress {
 // slice), each timed on its own. A window is a few times the L3 and was last
 // read a whole pass (>= 8 x L3) earlier, so it comes from DRAM. The figure is
 // the best window: on a shared machine some windows run with nobody else on
-// the cores or the memory bus, even when no whole pass does.
+// the cores or the memory bus, even when no whole pass does. The best whole
+// pass is kept beside it as the sustained figure.
 std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, const Buffer& buf,
                                               uint64_t window_bytes, const std::vector<int>& counts, int passes,
                                               double budget_s, const Progress& progress,
@@ -252,7 +253,7 @@ std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, c
         pass_s = 0;
       }
     }
-    points.push_back({n, best});
+    points.push_back({n, best, best_pass});
     progress("probe: read bandwidth, " + thread_word(n) + ": " + fmt_bandwidth(best) + " (best window; best whole pass " +
              fmt_bandwidth(best_pass) + ")");
   }
@@ -659,12 +660,14 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
 
   o << "### Memory read bandwidth";
   if (m) o << " (" << binary_size(m->bw_buffer_bytes) << " buffer, best " << binary_size(m->bw_window_bytes) << " window)";
-  o << "\n\n| threads | read bandwidth | per thread | vs 1 thread |\n|---:|---:|---:|---:|\n";
+  o << "\n\n| threads | read bandwidth | per thread | vs 1 thread | sustained (best whole pass) |\n"
+       "|---:|---:|---:|---:|---:|\n";
   const double bw1 = p.mem_read_bw.empty() ? 0 : p.mem_read_bw.front().bytes_per_s;
   for (const BandwidthPoint& b : p.mem_read_bw)
     o << "| " << b.threads << " | " << fmt_bandwidth(b.bytes_per_s) << " | "
       << fmt_bandwidth(b.bytes_per_s / std::max(1, b.threads)) << " | "
-      << (bw1 > 0 ? fmt_factor(b.bytes_per_s / bw1) : std::string("-")) << " |\n";
+      << (bw1 > 0 ? fmt_factor(b.bytes_per_s / bw1) : std::string("-")) << " | "
+      << (b.sustained_bytes_per_s > 0 ? fmt_bandwidth(b.sustained_bytes_per_s) : std::string("-")) << " |\n";
 
   const double bw = p.best_read_bw();
   const std::string all = "all " + thread_word(p.threads);

@@ -80,6 +80,22 @@ TEST(PerfHwProfile, ParsesAndRoundTrips) {
   const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "round trip");
   EXPECT_EQ(q.mem_read_bw.size(), 2u);
   EXPECT_DOUBLE_EQ(q.peak_int8_ops, 6e11);
+  // A profile from before the sustained figure was kept has none (0), and
+  // writes none back.
+  EXPECT_EQ(q.mem_read_bw[1].sustained_bytes_per_s, 0);
+  EXPECT_EQ(hw_profile_to_json(q).find("sustained"), std::string::npos);
+}
+
+TEST(PerfHwProfile, SustainedBandwidthIsOptionalAndRoundTrips) {
+  std::string text = kProfile;
+  text.replace(text.find(R"("bytes_per_s": 1.9e10})"), 22, R"("bytes_per_s": 1.9e10, "sustained_bytes_per_s": 1.4e10})");
+  const HwProfile p = parse_hw_profile(text, "test");
+  EXPECT_EQ(p.mem_read_bw[0].sustained_bytes_per_s, 0);
+  EXPECT_DOUBLE_EQ(p.mem_read_bw[1].sustained_bytes_per_s, 1.4e10);
+  EXPECT_DOUBLE_EQ(parse_hw_profile(hw_profile_to_json(p), "round trip").mem_read_bw[1].sustained_bytes_per_s, 1.4e10);
+  text.replace(text.find("1.4e10"), 6, "-1");
+  EXPECT_EQ(error_of([&] { parse_hw_profile(text, "p.json"); }),
+            "p.json: field 'sustained_bytes_per_s' missing or not a positive number");
 }
 
 TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {

@@ -76,7 +76,7 @@ HwProfile sample_profile() {
   p.l2_bytes = 524288;
   p.l3_bytes = 33554432;
   p.mem_bytes = 25000000000ull;
-  p.mem_read_bw = {{1, 2.1e10}, {2, 3.05e10}, {4, 2.9e10}};
+  p.mem_read_bw = {{1, 2.1e10, 1.8e10}, {2, 3.05e10, 2.4e10}, {4, 2.9e10, 2.5e10}};
   p.peak_fp32_flops = 1.5e11;
   p.peak_int8_ops = 3.1e11;
   return p;
@@ -171,6 +171,7 @@ TEST(Probe, ProfileRoundTripsThroughTheFile) {
   for (size_t i = 0; i < p.mem_read_bw.size(); ++i) {
     EXPECT_EQ(q.mem_read_bw[i].threads, p.mem_read_bw[i].threads);
     EXPECT_DOUBLE_EQ(q.mem_read_bw[i].bytes_per_s, p.mem_read_bw[i].bytes_per_s);
+    EXPECT_DOUBLE_EQ(q.mem_read_bw[i].sustained_bytes_per_s, p.mem_read_bw[i].sustained_bytes_per_s);
   }
   EXPECT_DOUBLE_EQ(q.peak_fp32_flops, p.peak_fp32_flops);
   EXPECT_DOUBLE_EQ(q.peak_int8_ops, p.peak_int8_ops);
@@ -238,6 +239,9 @@ TEST(Probe, QuickProbeFillsEveryField) {
   for (const BandwidthPoint& b : p.mem_read_bw) {
     EXPECT_TRUE(std::isfinite(b.bytes_per_s));
     EXPECT_GT(b.bytes_per_s, 0);
+    // A whole pass is the windows' total over their summed time: never above the best window.
+    EXPECT_GT(b.sustained_bytes_per_s, 0);
+    EXPECT_LE(b.sustained_bytes_per_s, b.bytes_per_s);
   }
   for (double v : {p.peak_fp32_flops, p.peak_int8_ops, r.fp32_flops_1t, r.int8_ops_1t, r.seconds}) {
     EXPECT_TRUE(std::isfinite(v));
