@@ -16,6 +16,7 @@
 #include "server/perf_api.h"
 #include "server/peer_watch.h"
 #include "server/sse.h"
+#include "server/tokenize_api.h"
 #include "server/web_assets.h"
 
 namespace kvlab::server {
@@ -296,6 +297,21 @@ void HttpServer::routes() {
     send_error(res, 503, "the model is still loading", "server_error", "model_loading");
     return false;
   };
+  // llama.cpp server's tokenizer routes (server/tokenize_api.h).
+  using TokenizerFn = std::string (*)(const std::string&, const tokenizer::Tokenizer&);
+  auto tokenizer_route = [this, authorized, lab_ready](TokenizerFn fn) {
+    return [this, authorized, lab_ready, fn](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req, res) || !lab_ready(res)) return;
+      try {
+        res.set_content(fn(req.body, *tok_), "application/json");
+      } catch (const ApiException& e) {
+        send_error(res, e.err);
+      }
+    };
+  };
+  s.Post("/tokenize", tokenizer_route(&tokenize_request));
+  s.Post("/detokenize", tokenizer_route(&detokenize_request));
+
   auto lab_busy = [](httplib::Response& res) {
     res.set_header("Retry-After", "5");
     send_error(res, 503, "another race or phases run is measuring; retry when it ends", "server_error", "server_busy");

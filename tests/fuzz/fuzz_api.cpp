@@ -17,6 +17,7 @@
 #include "server/lab.h"
 #include "server/openai_api.h"
 #include "server/perf_api.h"
+#include "server/tokenize_api.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace {
@@ -37,14 +38,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const server::ApiLimits api{"stories260K", 512};
   const server::LabLimits lab{512, 1};
   try {
-    switch (data[0] % 7) {
+    switch (data[0] % 9) {
       case 0: (void)server::parse_request(server::Endpoint::Completions, text, vocab_tokenizer(), api); break;
       case 1: (void)server::parse_request(server::Endpoint::Chat, text, vocab_tokenizer(), api); break;
       case 2: (void)server::parse_phases(text, vocab_tokenizer(), lab); break;
       case 3: (void)server::simulate_request(text); break;
       case 4: (void)server::diagnose_request(text); break;
       case 5: (void)perf::parse_hw_profile(text, "fuzz.json"); break;
-      default: (void)perf::parse_hf_config(text, "config.json"); break;
+      case 6: (void)perf::parse_hf_config(text, "config.json"); break;
+      case 7: (void)server::tokenize_request(text, vocab_tokenizer()); break;
+      default: (void)server::detokenize_request(text, vocab_tokenizer()); break;
     }
   } catch (const server::ApiException&) {
   } catch (const Error&) {

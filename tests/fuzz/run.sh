@@ -34,6 +34,8 @@ case "$(basename "$BIN")" in
     profile="${XDG_CACHE_HOME:-$HOME/.cache}/kvlab/hw-profile.json"
     [[ -f "$profile" ]] && { printf '\x05' >"$CORPUS/seed-5-a"; cat "$profile" >>"$CORPUS/seed-5-a"; }
     seed 6 '{"architectures":["LlamaForCausalLM"],"hidden_size":576,"intermediate_size":1536,"num_attention_heads":9,"num_key_value_heads":3,"num_hidden_layers":30,"vocab_size":49152,"rope_theta":100000,"tie_word_embeddings":true,"max_position_embeddings":8192}' a
+    seed 7 '{"content":"Once upon a time <unk> caf\u00e9","add_special":true,"with_pieces":true}' a
+    seed 8 '{"tokens":[1,403,407,261,378]}' a
     MAX_LEN=65536
     ;;
   fuzz_tokenizer)

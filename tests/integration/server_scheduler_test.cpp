@@ -15,6 +15,7 @@
 #include "sample/sampler.h"
 #include "server/openai_api.h"
 #include "server/scheduler.h"
+#include "server/tokenize_api.h"
 
 namespace kvlab {
 namespace {
@@ -274,6 +275,61 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(logprobs_of(Endpoint::Chat, R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})"), 0);
   const char* top5 = R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})";
   EXPECT_EQ(logprobs_of(Endpoint::Chat, top5), 5);
+}
+
+// /tokenize and /detokenize (llama.cpp server's): the tokenizer's own ids,
+// pieces as text or, where a piece is part of a character, as bytes, and
+// back to the text; bad bodies are 400s naming the field.
+TEST(ServerTokenizeApi, RoundTripsAndRejectsBadBodies) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  const std::string text = "Hello world, café 🙂🦩 <|im_start|>";
+  const nlohmann::json ids = nlohmann::json::parse(server::tokenize_request(
+      nlohmann::json{{"content", text}}.dump(), *lm.tok))["tokens"];
+  EXPECT_EQ(ids.get<std::vector<int32_t>>(), lm.tok->encode(text, false, true));
+  // The ChatML marker is one special token; without parse_special it is text.
+  const auto im_start = lm.tok->encode("<|im_start|>", false, true);
+  ASSERT_EQ(im_start.size(), 1u);
+  EXPECT_EQ(ids.back(), im_start[0]);
+  const auto plain = nlohmann::json::parse(server::tokenize_request(
+      R"({"content": "<|im_start|>", "parse_special": false})", *lm.tok))["tokens"];
+  EXPECT_GT(plain.size(), 1u);
+  const nlohmann::json back = nlohmann::json::parse(
+      server::detokenize_request(nlohmann::json{{"tokens", ids}}.dump(), *lm.tok));
+  EXPECT_EQ(back["content"], text);
+  // Pieces: strings that join to the text, or bytes (the flamingo's 4 bytes
+  // are split over 3 tokens in this vocabulary; " 🙂" is one token).
+  const nlohmann::json pieces = nlohmann::json::parse(server::tokenize_request(
+      nlohmann::json{{"content", text}, {"with_pieces", true}}.dump(), *lm.tok))["tokens"];
+  ASSERT_EQ(pieces.size(), ids.size());
+  std::string joined;
+  bool some_bytes = false;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    EXPECT_EQ(pieces[i]["id"], ids[i]);
+    const nlohmann::json& p = pieces[i]["piece"];
+    if (p.is_string()) {
+      joined += p.get<std::string>();
+    } else {
+      some_bytes = true;
+      for (int b : p.get<std::vector<int>>()) joined += char(b);
+    }
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_TRUE(some_bytes);
+  auto error_of = [&](auto fn, const char* body) {
+    try {
+      fn(body, *lm.tok);
+    } catch (const server::ApiException& e) {
+      return e.err.param + ": " + e.err.message;
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(server::tokenize_request, R"({"text": "x"})"), "content: 'content' must be a string");
+  EXPECT_EQ(error_of(server::tokenize_request, R"({"content": "x", "add_special": 1})"),
+            "add_special: 'add_special' must be a boolean");
+  EXPECT_EQ(error_of(server::detokenize_request, R"({"tokens": [1, "a"]})"), "tokens: 'tokens' must be an array of token ids");
+  EXPECT_EQ(error_of(server::detokenize_request, R"({"tokens": [49152]})"),
+            "tokens: token id 49152 is out of range (0..49151)");
+  EXPECT_EQ(error_of(server::detokenize_request, "[1]"), ": the request body must be a JSON object");
 }
 
 // OpenAI's frequency_penalty, presence_penalty and logit_bias reach the
