@@ -130,10 +130,7 @@ nlohmann::json row_json(const engine::BenchResult& r) {
   if (r.test.n_prompt > 0 && r.test.n_gen > 0) {
     // Both phases: each one's share of its own peak, and no single verdict.
     engine::PhaseWork w = a.prefill;
-    w.seconds += a.decode.seconds;
-    w.flops += a.decode.flops;
-    w.weight_bytes += a.decode.weight_bytes;
-    w.kv_bytes += a.decode.kv_bytes;
+    w += a.decode;
     j["achieved_gflop_s"] = w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0;
     j["achieved_gb_s"] = w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0;
     j["prefill_seconds"] = a.prefill.seconds / double(r.tok_s.size());

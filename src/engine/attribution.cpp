@@ -24,14 +24,6 @@ PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_e
 }
 
 namespace {
-void add(PhaseWork& into, const PhaseWork& w, double seconds) {
-  into.passes += w.passes;
-  into.tokens += w.tokens;
-  into.seconds += seconds;
-  into.flops += w.flops;
-  into.weight_bytes += w.weight_bytes;
-  into.kv_bytes += w.kv_bytes;
-}
 
 // The fastest point measured with at most `threads` threads (the fastest of
 // all when every point has more).
@@ -43,13 +35,17 @@ perf::BandwidthPoint bandwidth_at(const perf::HwProfile& p, int threads) {
   }
   return best.bytes_per_s > 0 ? best : any;
 }
+
 }  // namespace
 
 Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_bytes, int threads,
                       const std::optional<perf::HwProfile>& profile) {
   Attribution a;
-  for (const Step& s : trace.steps)
-    add(s.phase == Phase::Prefill ? a.prefill : a.decode, pass_work(m, s.n_tokens, s.n_past, kv_elem_bytes), s.seconds);
+  for (const Step& s : trace.steps) {
+    PhaseWork w = pass_work(m, s.n_tokens, s.n_past, kv_elem_bytes);
+    w.seconds = s.seconds;
+    (s.phase == Phase::Prefill ? a.prefill : a.decode) += w;
+  }
   if (!profile) return a;
 
   bool quantized = false;

@@ -26,6 +26,11 @@ struct PhaseWork {
   double weight_bytes = 0;
   double kv_bytes = 0;
   double bytes() const { return weight_bytes + kv_bytes; }
+  PhaseWork& operator+=(const PhaseWork& w) {
+    passes += w.passes, tokens += w.tokens, seconds += w.seconds, flops += w.flops;
+    weight_bytes += w.weight_bytes, kv_bytes += w.kv_bytes;
+    return *this;
+  }
 };
 
 struct Peaks {

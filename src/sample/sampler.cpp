@@ -50,13 +50,13 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     if (penalties) {
       // Occurrences of each id in the window: sorted ids, then runs.
       const size_t n = std::min(history.size(), size_t(p_.repeat_last_n));
-      std::vector<int32_t> window(history.end() - ptrdiff_t(n), history.end());
-      std::sort(window.begin(), window.end());
+      window_.assign(history.end() - ptrdiff_t(n), history.end());
+      std::sort(window_.begin(), window_.end());
       counts_.clear();
-      for (size_t i = 0; i < window.size();) {
+      for (size_t i = 0; i < window_.size();) {
         size_t j = i;
-        while (j < window.size() && window[j] == window[i]) ++j;
-        counts_.push_back({window[i], int(j - i)});
+        while (j < window_.size() && window_[j] == window_[i]) ++j;
+        counts_.push_back({window_[i], int(j - i)});
         i = j;
       }
       for (const auto& [id, count] : counts_) {

@@ -62,7 +62,8 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<Candidate> cand_;    // reused between calls
   std::vector<float> penalized_;   // the logits with the bias and penalties applied
-  std::vector<std::pair<int32_t, int>> counts_;  // (id, occurrences) in the penalty window
+  std::vector<int32_t> window_;                  // the penalty window, sorted
+  std::vector<std::pair<int32_t, int>> counts_;  // (id, occurrences) in it
 };
 
 }  // namespace kvlab::sample

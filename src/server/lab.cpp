@@ -16,10 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-[[noreturn]] void fail(std::string message, std::string param, std::string code) {
-  throw ApiException{ApiError{400, std::move(message), "invalid_request_error", std::move(param), std::move(code)}};
-}
-
 // The checks both endpoints share. The message goes through the chat template,
 // as in `kvlab demo`, because the default model is an instruct model.
 LabRequest make_request(const std::string& message, int64_t n, const tokenizer::Tokenizer& tok,
@@ -102,13 +98,8 @@ LabRequest parse_phases(const std::string& body, const tokenizer::Tokenizer& tok
     if (!f->is_number_integer()) fail("'n' must be an integer", "n", "invalid_type");
     n = f->get<int64_t>();
   }
-  bool no_cache = false;
-  if (auto f = j.find("no_kv_cache"); f != j.end() && !f->is_null()) {
-    if (!f->is_boolean()) fail("'no_kv_cache' must be a boolean", "no_kv_cache", "invalid_type");
-    no_cache = f->get<bool>();
-  }
   LabRequest r = make_request(message, n, tok, limits);
-  r.kv_cache = !no_cache;
+  r.kv_cache = !boolean(j, "no_kv_cache").value_or(false);
   return r;
 }
 

@@ -18,9 +18,7 @@ json ApiError::body() const {
   return json{{"error", e}};
 }
 
-namespace {
-
-[[noreturn]] void fail(std::string message, std::string param = {}, std::string code = {}, int status = 400) {
+void fail(std::string message, std::string param, std::string code, int status) {
   ApiError e;
   e.status = status;
   e.message = std::move(message);
@@ -28,6 +26,8 @@ namespace {
   e.code = std::move(code);
   throw ApiException{e};
 }
+
+namespace {
 
 const json* field(const json& j, const char* name) {
   auto it = j.find(name);
@@ -55,13 +55,6 @@ std::optional<int64_t> integer(const json& j, const char* name) {
   if (f->is_number_unsigned() && f->get<uint64_t>() > uint64_t(INT64_MAX))
     fail(std::string("'") + name + "' is out of range", name, "invalid_value");
   return f->get<int64_t>();
-}
-
-std::optional<bool> boolean(const json& j, const char* name) {
-  const json* f = field(j, name);
-  if (!f) return std::nullopt;
-  if (!f->is_boolean()) fail(std::string("'") + name + "' must be a boolean", name, "invalid_type");
-  return f->get<bool>();
 }
 
 std::string message_content(const json& c, size_t i) {
@@ -121,6 +114,13 @@ std::vector<int32_t> prompt_tokens(Endpoint ep, const json& j, const tokenizer::
 }
 
 }  // namespace
+
+std::optional<bool> boolean(const json& j, const char* name) {
+  const json* f = field(j, name);
+  if (!f) return std::nullopt;
+  if (!f->is_boolean()) fail(std::string("'") + name + "' must be a boolean", name, "invalid_type");
+  return f->get<bool>();
+}
 
 bool model_matches(const std::string& name, const std::string& model_id) {
   return name == model_id || name == model_id + ".gguf";
@@ -215,13 +215,14 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
     for (const auto& [key, bias] : lb->items()) {
       const bool digits = !key.empty() && key.size() <= 9 &&
                           std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-      if (!digits || std::stol(key) >= tok.n_vocab())
+      const long id = digits ? std::stol(key) : -1;
+      if (id < 0 || id >= tok.n_vocab())
         fail("'logit_bias' key '" + key + "' is not a token id of this model (0.." + std::to_string(tok.n_vocab() - 1) +
                  ")", "logit_bias", "invalid_value");
       if (!bias.is_number() || !(bias.get<double>() >= -100 && bias.get<double>() <= 100))
         fail("'logit_bias' values must be numbers in [-100, 100]", "logit_bias", "invalid_value");
       const double b = bias.get<double>();
-      sp.logit_bias.push_back({int32_t(std::stol(key)), b <= -100 ? -std::numeric_limits<float>::infinity() : float(b)});
+      sp.logit_bias.push_back({int32_t(id), b <= -100 ? -std::numeric_limits<float>::infinity() : float(b)});
     }
   }
   if (auto s = integer(j, "seed")) {

@@ -41,6 +41,13 @@ struct ParsedRequest {
   std::string model;  // as echoed in responses
 };
 
+// Shared by the routes' body parsers (here, server/lab.cpp,
+// server/tokenize_api.cpp): throws ApiException with this message, naming
+// the field `param` (empty: none).
+[[noreturn]] void fail(std::string message, std::string param = {}, std::string code = {}, int status = 400);
+// A boolean field; absent or null: nullopt; any other type: a 400 naming it.
+std::optional<bool> boolean(const nlohmann::json& j, const char* name);
+
 // A request body as a JSON object; throws ApiException 400 (code
 // invalid_json, or invalid_type for JSON that is not an object) otherwise.
 nlohmann::json parse_body(const std::string& body);

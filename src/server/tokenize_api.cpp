@@ -9,22 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& message, const std::string& param, const std::string& code) {
-  ApiError e;
-  e.status = 400;
-  e.message = message;
-  e.param = param;
-  e.code = code;
-  throw ApiException{e};
-}
-
-bool flag(const json& j, const char* name, bool fallback) {
-  auto it = j.find(name);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) fail(std::string("'") + name + "' must be a boolean", name, "invalid_type");
-  return it->get<bool>();
-}
-
 bool valid_utf8(const std::string& s) {
   try {
     (void)json(s).dump();  // the strict handler throws on invalid UTF-8
@@ -40,8 +24,9 @@ std::string tokenize_request(const std::string& body, const tokenizer::Tokenizer
   const json j = parse_body(body);
   auto content = j.find("content");
   if (content == j.end() || !content->is_string()) fail("'content' must be a string", "content", "invalid_type");
-  const bool add_special = flag(j, "add_special", false), parse_special = flag(j, "parse_special", true);
-  const bool with_pieces = flag(j, "with_pieces", false);
+  const bool add_special = boolean(j, "add_special").value_or(false);
+  const bool parse_special = boolean(j, "parse_special").value_or(true);
+  const bool with_pieces = boolean(j, "with_pieces").value_or(false);
   json tokens = json::array();
   for (int32_t id : tok.encode(content->get<std::string>(), add_special, parse_special)) {
     if (!with_pieces) {
@@ -49,9 +34,12 @@ std::string tokenize_request(const std::string& body, const tokenizer::Tokenizer
       continue;
     }
     const std::string piece = tok.piece(id, true);
-    json bytes = json::array();
-    for (unsigned char c : piece) bytes.push_back(int(c));
-    tokens.push_back({{"id", id}, {"piece", valid_utf8(piece) ? json(piece) : bytes}});
+    json shown = piece;
+    if (!valid_utf8(piece)) {
+      shown = json::array();
+      for (unsigned char c : piece) shown.push_back(int(c));
+    }
+    tokens.push_back({{"id", id}, {"piece", shown}});
   }
   return dump(json{{"tokens", tokens}});
 }

@@ -45,7 +45,8 @@ double rms(const GoldenStats& st) { return std::sqrt(st.sum_sq_logit_err / std::
 GoldenStats check_fixture(const std::string& fixture, const std::string& model_path, double near_tie,
                           double logit_tol, int max_batch = 512, const std::string& judge = "") {
   const nlohmann::json j = test::read_json(test::kGoldenDir + "/" + fixture);
-  const nlohmann::json verdicts = judge.empty() ? j : test::read_json(test::kGoldenDir + "/" + judge);
+  const nlohmann::json judged = judge.empty() ? nlohmann::json() : test::read_json(test::kGoldenDir + "/" + judge);
+  const nlohmann::json& verdicts = judge.empty() ? j : judged;
   const auto& lm = test::load_model(model_path);
   EXPECT_GE(j["cases"].size(), 5u);
   EXPECT_EQ(verdicts["cases"].size(), j["cases"].size());
