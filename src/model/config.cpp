@@ -23,6 +23,8 @@ struct ArchSpec {
 // qwen2 is llama with biases on the Q, K and V projections and RoPE over the
 // two halves of each head (llama.cpp: LLM_ARCH_QWEN2, rope type NEOX; its GGUF
 // converter does not permute Q/K rows as it does for llama).
+// qwen3 is qwen2 without the biases and with QK-norm: an RMSNorm over each
+// Q and K head before RoPE (llama.cpp: LLM_ARCH_QWEN3, rope type NEOX).
 // gemma3 adds QK-norm, post-attention and post-FFN norms, embeddings scaled by
 // sqrt(n_embd), GeGLU, and five local (sliding-window, RoPE base 10000)
 // layers for each global one (llama.cpp: LLM_ARCH_GEMMA3, swa pattern 6).
@@ -31,6 +33,7 @@ struct ArchSpec {
 constexpr std::array kArchs = {
     ArchSpec{.name = "llama"},
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
+    ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
     ArchSpec{.name = "gemma3",
              .rope_order = RopeOrder::NeoX,
              .qk_norm = true,

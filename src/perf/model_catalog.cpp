@@ -49,12 +49,20 @@ Config gemma3_1b() {
   return c;
 }
 
+// Qwen3: 128-wide heads, so q_dim = heads x 128 is not hidden_size (4096 of
+// 4096 in the 8B, 2048 of 1024 in the 0.6B).
+Config qwen3(const char* name, int layers, int embd, int ff, int heads, int kv_heads, bool tied) {
+  Config c = make("qwen3", name, layers, embd, ff, heads, kv_heads, 151936, 40960, 1000000.f, 1e-6f, tied);
+  c.head_dim = c.rope_dim = 128;
+  return c;
+}
+
 // Values copied from each model's config.json on the Hugging Face Hub
 // (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
 // num_key_value_heads, head_dim, vocab_size, max_position_embeddings,
 // rope_theta, rms_norm_eps, tie_word_embeddings, sliding_window).
-const std::array<ModelEntry, 10>& catalog() {
-  static const std::array<ModelEntry, 10> entries{{
+const std::array<ModelEntry, 12>& catalog() {
+  static const std::array<ModelEntry, 12> entries{{
       {"llama-3.1-8b", make("llama", "Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128256, 131072, 500000.f, 1e-5f, false),
        "Hugging Face meta-llama/Llama-3.1-8B config.json"},
       {"llama-2-7b", make("llama", "Llama-2-7B", 32, 4096, 11008, 32, 32, 32000, 4096, 10000.f, 1e-5f, false),
@@ -65,6 +73,8 @@ const std::array<ModelEntry, 10>& catalog() {
        "Hugging Face Qwen/Qwen2.5-7B config.json"},
       {"qwen2.5-0.5b", make("qwen2", "Qwen2.5-0.5B", 24, 896, 4864, 14, 2, 151936, 32768, 1000000.f, 1e-6f, true),
        "Hugging Face Qwen/Qwen2.5-0.5B config.json"},
+      {"qwen3-8b", qwen3("Qwen3-8B", 36, 4096, 12288, 32, 8, false), "Hugging Face Qwen/Qwen3-8B config.json"},
+      {"qwen3-0.6b", qwen3("Qwen3-0.6B", 28, 1024, 3072, 16, 8, true), "Hugging Face Qwen/Qwen3-0.6B config.json"},
       {"gemma-3-1b", gemma3_1b(), "Hugging Face google/gemma-3-1b-pt config.json"},
       {"llama-3.1-70b", make("llama", "Llama-3.1-70B", 80, 8192, 28672, 64, 8, 128256, 131072, 500000.f, 1e-5f, false),
        "Hugging Face meta-llama/Llama-3.1-70B config.json"},

@@ -1,7 +1,7 @@
-// Real qwen2- and gemma3-architecture models for tests, made from a real
-// llama one (no small model of either is at hand).
+// Real qwen2-, qwen3- and gemma3-architecture models for tests, made from a
+// real llama one (no small model of any of them is at hand).
 //
-// Both architectures rotate the two halves of each head in RoPE (NeoX order)
+// All three architectures rotate the two halves of each head in RoPE (NeoX order)
 // where llama rotates adjacent pairs. llama.cpp's converter permutes a llama
 // model's Q/K rows so that adjacent-pair RoPE on the GGUF rows equals the
 // trained model's half-split RoPE: within a head of d rows, GGUF row 2j+k
@@ -10,6 +10,8 @@
 //  - qwen2_graft adds fixed Q/K/V biases of bias_scale·sin(1.7i + 0.3(layer+1)).
 //    With bias_scale 0 it is the same network as the llama model;
 //    with_biases = false leaves the bias tensors out (an invalid qwen2 file).
+//  - qwen3_graft adds QK-norm weights near 1 (one RMSNorm per Q and K head
+//    before RoPE), which makes it another network than the llama model.
 //  - gemma3_graft divides the (f32) token embeddings by sqrt(n_embd), which
 //    gemma3 multiplies them by, adds QK-norm and post-norm weights near 1,
 //    declares a sliding window of `window` positions, and appends a copy of
@@ -18,7 +20,7 @@
 //    llama model: a real one all the same, that llama.cpp runs.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{qwen2,gemma3}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{qwen2,qwen3,gemma3}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -89,6 +91,13 @@ inline std::vector<float> wave(size_t n, int layer, float a, float b) {
 
 inline int layer_of(const std::string& name) { return std::stoi(name.substr(4)); }  // "blk.N."
 
+// QK-norm weights of layer i: the same in qwen3 and gemma3 grafts.
+inline void add_qk_norms(gguf::Writer& w, int i, int64_t head_dim) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  add_f32(w, p + "attn_q_norm.weight", wave(size_t(head_dim), i, 0.1f, 1.f));
+  add_f32(w, p + "attn_k_norm.weight", wave(size_t(head_dim), i + 7, 0.1f, 1.f));
+}
+
 }  // namespace graft_detail
 
 inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool with_biases = true) {
@@ -105,6 +114,16 @@ inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool 
       add_f32(w, base + ".bias", wave(size_t(t.rows()), layer_of(t.name), bias_scale, 0.f));
     }
   }
+  return w;
+}
+
+inline gguf::Writer qwen3_graft(const gguf::File& llama) {
+  using namespace graft_detail;
+  const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
+  gguf::Writer w;
+  copy_metadata(llama, "qwen3", w);
+  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, neox_bytes(t, head_dim));
+  for (int i = 0; i < n_layer; ++i) add_qk_norms(w, i, head_dim);
   return w;
 }
 
@@ -132,8 +151,7 @@ inline gguf::Writer gemma3_graft(const gguf::File& llama, int window) {
   }
   for (int i = 0; i <= n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
-    add_f32(w, p + "attn_q_norm.weight", wave(size_t(head_dim), i, 0.1f, 1.f));
-    add_f32(w, p + "attn_k_norm.weight", wave(size_t(head_dim), i + 7, 0.1f, 1.f));
+    add_qk_norms(w, i, head_dim);
     add_f32(w, p + "post_attention_norm.weight", wave(n_embd, i + 13, 0.1f, 1.f));
     add_f32(w, p + "post_ffw_norm.weight", wave(n_embd, i + 19, 0.1f, 1.f));
   }

@@ -205,6 +205,11 @@ TEST(GoldenGeneration, Qwen2GraftMatchesLlamaCppExactly) {
   check_graft("stories260K-qwen2", test::qwen2_graft(gguf::File::open(test::kStories), test::kQwen2GraftBias));
 }
 
+// qwen3: QK-norm (an RMSNorm of every Q and K head before RoPE) and NeoX RoPE.
+TEST(GoldenGeneration, Qwen3GraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-qwen3", test::qwen3_graft(gguf::File::open(test::kStories)));
+}
+
 // gemma3: QK-norm, post-norms, GeGLU, scaled embeddings, and a sliding
 // window of 24 positions in five of six layers (the prompts and the 64
 // generated tokens run up to 147 positions).

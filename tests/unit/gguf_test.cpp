@@ -308,7 +308,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {

@@ -177,7 +177,7 @@ TEST(PerfHwProfile, ThisMachineComesFromTheProfile) {
 
 TEST(PerfModels, CatalogHasTheRequiredModels) {
   for (const char* id : {"llama-3.1-8b", "llama-2-7b", "mistral-7b", "qwen2.5-7b", "llama-3.1-70b", "smollm2-135m",
-                         "smollm2-360m", "smollm2-1.7b", "qwen2.5-0.5b", "gemma-3-1b"}) {
+                         "smollm2-360m", "smollm2-1.7b", "qwen2.5-0.5b", "qwen3-8b", "qwen3-0.6b", "gemma-3-1b"}) {
     const ResolvedModel m = resolve_model(id);
     EXPECT_FALSE(m.source.empty()) << id;
     EXPECT_NO_THROW(validate_config(m.config, id));
@@ -231,8 +231,8 @@ TEST(PerfModels, GgufBitsPerWeightAreTheTensors) {
 }
 
 // gemma3's text config: the architecture's traits and its sliding window;
-// then it costs what the catalog's Gemma 3 1B costs.
-TEST(PerfModels, HfGemma3ConfigGetsTheArchitectureTraits) {
+// then it costs what the catalog's Gemma 3 1B costs. Likewise qwen2 and qwen3.
+TEST(PerfModels, HfConfigsGetTheArchitectureTraits) {
   const model::Config c = parse_hf_config(R"({
     "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
     "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
@@ -249,6 +249,15 @@ TEST(PerfModels, HfGemma3ConfigGetsTheArchitectureTraits) {
     "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936})",
                               "config.json")
                   .qkv_bias);
+  // Qwen3-0.6B's config.json: QK-norm, half-split RoPE, no biases; it costs
+  // what the catalog's entry costs.
+  const model::Config q = parse_hf_config(R"({
+    "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+    "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+    "max_position_embeddings": 40960, "rope_theta": 1000000, "rms_norm_eps": 1e-06, "tie_word_embeddings": true})",
+                                          "config.json");
+  EXPECT_TRUE(q.qk_norm && !q.qkv_bias && q.rope_order == model::RopeOrder::NeoX);
+  EXPECT_DOUBLE_EQ(param_count(q).total(), param_count(resolve_model("qwen3-0.6b").config).total());
 }
 
 TEST(PerfModels, HfConfigErrorsNameTheField) {

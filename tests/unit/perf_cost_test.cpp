@@ -160,6 +160,10 @@ TEST(PerfCost, ParameterCountsMatchThePublishedOnes) {
   EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen2.5-7b").config).total(), 7615616512.0);
   EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen2.5-0.5b").config).total(), 494032768.0);
   EXPECT_DOUBLE_EQ(param_count(resolve_model("gemma-3-1b").config).total(), 999885952.0);
+  // qwen3: QK norms, 128-wide heads (q_dim 2048 against n_embd 1024 in the
+  // 0.6B); the model cards' 8.2B / 0.6B, 6.95B / 0.44B without embeddings.
+  EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen3-8b").config).total(), 8190735360.0);
+  EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen3-0.6b").config).total(), 596049920.0);
 }
 
 // Gemma 3 1B at decode position 8191: its 4 global layers (5, 11, 17, 23)
