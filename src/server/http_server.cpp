@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "perf/hardware.h"
 #include "perf/model_catalog.h"
+#include "server/choices.h"
 #include "server/lab.h"
 #include "server/openai_api.h"
 #include "server/perf_api.h"
@@ -193,73 +194,85 @@ void HttpServer::routes() {
         send_error(res, e.err);
         return;
       }
-      std::shared_ptr<Handle> h = sched_->submit(pr->gen);
-      if (!h) {
+      auto choices = std::make_shared<std::optional<Choices>>(Choices::submit(*sched_, pr->gen, pr->n));
+      if (!*choices) {
         metrics_.request_rejected();
         res.set_header("Retry-After", "1");
         send_error(res, 503, "all slots are busy and the queue is full; retry later", "server_error", "server_busy");
         return;
       }
+      Choices& cs = **choices;
       const std::string id = new_id(ep);
       const int64_t created = unix_now();
       if (!pr->stream) {
         // Nothing is written until the completion is done, so the client's
         // disconnect is looked for here (server/peer_watch.h), every 100 ms.
         PeerWatch peer(req.remote_addr, req.remote_port);
-        std::optional<Handle::Update> done;
-        while (!(done = h->wait_all_for(std::chrono::milliseconds(100)))) {
-          if (peer.gone()) {
-            h->cancel();  // the scheduler frees the slot and KV blocks at its next step
+        std::vector<Choice> done;
+        for (int i = 0; i < cs.size(); ++i) {
+          std::optional<Handle::Update> u;
+          while (!(u = cs.wait_for(i, std::chrono::milliseconds(100)))) {
+            if (peer.gone()) {
+              cs.cancel();  // the scheduler frees the slots and KV blocks at its next step
+              return;
+            }
+          }
+          if (u->finish_reason == "error") {
+            cs.cancel();
+            send_error(res, 500, u->error, "server_error", "generation_failed");
             return;
           }
+          done.push_back({std::move(u->text), u->finish_reason, std::move(u->logprobs)});
         }
-        const Handle::Update& u = *done;
-        if (u.finish_reason == "error") {
-          send_error(res, 500, u.error, "server_error", "generation_failed");
-          return;
-        }
-        res.set_content(dump(completion_response(*pr, id, created, u.text, u.finish_reason, h->timings(), u.logprobs)),
-                        "application/json");
+        res.set_content(dump(completion_response(*pr, id, created, done, cs.timings())), "application/json");
         return;
       }
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
-      auto sent_role = std::make_shared<bool>(false);
+      auto sent_roles = std::make_shared<bool>(false);
       res.set_chunked_content_provider(
           "text/event-stream",
-          [pr, h, id, created, sent_role](size_t, httplib::DataSink& sink) {
+          [pr, choices, id, created, sent_roles](size_t, httplib::DataSink& sink) {
+            Choices& cs = **choices;
             auto write = [&](const std::string& s) {
               if (sink.write(s.data(), s.size())) return true;
-              h->cancel();
+              cs.cancel();
               return false;
             };
-            if (pr->endpoint == Endpoint::Chat && !*sent_role) {
-              *sent_role = true;
-              return write(sse::event(dump(stream_chunk(*pr, id, created, "", "", true))));
+            if (pr->endpoint == Endpoint::Chat && !*sent_roles) {
+              *sent_roles = true;
+              for (int i = 0; i < cs.size(); ++i)
+                if (!write(sse::event(dump(stream_chunk(*pr, id, created, i, "", "", true))))) return false;
+              return true;
             }
-            const std::optional<Handle::Update> u = h->next(std::chrono::milliseconds(100));
-            if (!u) return true;  // nothing yet; httplib calls again
-            if ((!u->text.empty() || !u->logprobs.empty()) &&
-                !write(sse::event(dump(stream_chunk(*pr, id, created, u->text, "", false, u->logprobs)))))
+            const auto news = cs.next(std::chrono::milliseconds(100));
+            if (!news) return true;  // nothing yet; httplib calls again
+            const auto& [i, u] = *news;
+            if ((!u.text.empty() || !u.logprobs.empty()) &&
+                !write(sse::event(dump(stream_chunk(*pr, id, created, i, u.text, "", false, u.logprobs)))))
               return false;
-            if (!u->done) return true;
-            if (u->finish_reason == "error") {
-              ApiError e{500, u->error, "server_error", "", "generation_failed"};
+            if (!u.done) return true;
+            if (u.finish_reason == "error") {
+              // One failed choice ends the stream: the error, then [DONE].
+              cs.cancel();
+              ApiError e{500, u.error, "server_error", "", "generation_failed"};
               if (!write(sse::event(dump(e.body())))) return false;
             } else {
-              if (!write(sse::event(dump(stream_chunk(*pr, id, created, "", u->finish_reason, false))))) return false;
-              if (pr->include_usage && !write(sse::event(dump(usage_chunk(*pr, id, created, h->timings())))))
+              if (!write(sse::event(dump(stream_chunk(*pr, id, created, i, "", u.finish_reason, false))))) return false;
+              if (!cs.all_done()) return true;
+              if (pr->include_usage && !write(sse::event(dump(usage_chunk(*pr, id, created, cs.timings())))))
                 return false;
             }
             if (!write(sse::done())) return false;
             sink.done();
             return true;
           },
-          [h](bool success) {
-            if (!success) h->cancel();
+          [choices](bool success) {
+            if (!success) (*choices)->cancel();
           });
     };
   };
+
   s.Post("/v1/completions", generate(Endpoint::Completions));
   s.Post("/v1/chat/completions", generate(Endpoint::Chat));
   s.Post("/completions", generate(Endpoint::Completions));

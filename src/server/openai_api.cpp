@@ -145,7 +145,11 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
       fail("The model '" + m->get<std::string>() + "' does not exist (this server serves '" + limits.model_id + "')",
            "model", "model_not_found", 404);
   }
-  if (auto n = integer(j, "n"); n && *n != 1) fail("only n=1 is supported", "n", "invalid_value");
+  if (auto n = integer(j, "n")) {
+    if (*n < 1 || *n > kMaxChoices)
+      fail("'n' must be an integer from 1 to " + std::to_string(kMaxChoices), "n", "invalid_value");
+    r.n = int(*n);
+  }
   // Features this server does not implement are refused, not silently ignored.
   if (auto b = integer(j, "best_of"); b && *b != 1) fail("'best_of' is not supported", "best_of", "unsupported_parameter");
   if (const json* e = field(j, "echo"); e && !(e->is_boolean() && !e->get<bool>()))
@@ -300,7 +304,7 @@ json usage_json(const Timings& t) {
 }
 
 json timings_json(const Timings& t) {
-  const int decoded = std::max(0, t.completion_tokens - 1);  // the first token comes from the prefill
+  const int decoded = std::max(0, t.completion_tokens - t.sequences);  // each first token comes from a prefill
   return {{"queue_ms", t.queue_ms},
           {"prompt_n", t.prompt_tokens},
           {"prompt_ms", t.prompt_ms},
@@ -345,26 +349,31 @@ json logprobs_json(const ParsedRequest& r, const std::vector<TokenLogprobs>& lps
           {"text_offset", offsets}};
 }
 
-json completion_response(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& text,
-                         const std::string& finish_reason, const Timings& t, const std::vector<TokenLogprobs>& lps) {
-  json choice = {{"index", 0}, {"logprobs", logprobs_json(r, lps)}, {"finish_reason", finish_reason}};
-  if (r.endpoint == Endpoint::Chat)
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else
-    choice["text"] = text;
+json completion_response(const ParsedRequest& r, const std::string& id, int64_t created,
+                         const std::vector<Choice>& choices, const Timings& t) {
+  json list = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const Choice& c = choices[i];
+    json choice = {{"index", i}, {"logprobs", logprobs_json(r, c.logprobs)}, {"finish_reason", c.finish_reason}};
+    if (r.endpoint == Endpoint::Chat)
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    else
+      choice["text"] = c.text;
+    list.push_back(std::move(choice));
+  }
   return {{"id", id},
           {"object", r.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion"},
           {"created", created},
           {"model", r.model},
           {"system_fingerprint", "kvlab"},
-          {"choices", json::array({choice})},
+          {"choices", list},
           {"usage", usage_json(t)},
           {"timings", timings_json(t)}};
 }
 
-json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& text,
+json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index, const std::string& text,
                   const std::string& finish_reason, bool role, const std::vector<TokenLogprobs>& lps) {
-  json choice = {{"index", 0}, {"logprobs", lps.empty() ? json(nullptr) : logprobs_json(r, lps)}};
+  json choice = {{"index", index}, {"logprobs", lps.empty() ? json(nullptr) : logprobs_json(r, lps)}};
   choice["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
   if (r.endpoint == Endpoint::Chat) {
     json delta = json::object();

@@ -33,9 +33,13 @@ struct ApiLimits {
   int n_ctx = 2048;
 };
 
+// OpenAI's `n`: choices per request (server/choices.h).
+inline constexpr int kMaxChoices = 16;
+
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::Completions;
   GenRequest gen;
+  int n = 1;
   bool stream = false;
   bool include_usage = false;
   std::string model;  // as echoed in responses
@@ -69,14 +73,20 @@ nlohmann::json timings_json(const Timings& t);
 // {tokens, token_logprobs, top_logprobs, text_offset}; chat: {content: [{token,
 // logprob, bytes, top_logprobs}]}.
 nlohmann::json logprobs_json(const ParsedRequest& r, const std::vector<TokenLogprobs>& lps);
-// Non-streaming response.
+// One finished choice.
+struct Choice {
+  std::string text;
+  std::string finish_reason;
+  std::vector<TokenLogprobs> logprobs;
+};
+// Non-streaming response: choices[i] has index i.
 nlohmann::json completion_response(const ParsedRequest& r, const std::string& id, int64_t created,
-                                   const std::string& text, const std::string& finish_reason, const Timings& t,
-                                   const std::vector<TokenLogprobs>& lps = {});
-// One streaming chunk; `finish_reason` empty: null. `role`: first chat delta.
-// `lps`: the tokens whose text starts in this chunk.
-nlohmann::json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& text,
-                            const std::string& finish_reason, bool role, const std::vector<TokenLogprobs>& lps = {});
+                                   const std::vector<Choice>& choices, const Timings& t);
+// One streaming chunk of choice `index`; `finish_reason` empty: null.
+// `role`: first chat delta. `lps`: the tokens whose text starts in this chunk.
+nlohmann::json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index,
+                            const std::string& text, const std::string& finish_reason, bool role,
+                            const std::vector<TokenLogprobs>& lps = {});
 nlohmann::json usage_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const Timings& t);
 
 // JSON text safe for any bytes (invalid UTF-8 replaced).

@@ -70,6 +70,7 @@ struct Timings {
   double prompt_ms = 0;   // admission -> first token
   double decode_ms = 0;   // first token -> last token
   double ttft_ms = 0;     // arrival -> first token
+  int sequences = 1;      // choices summed into these (server/choices.h), each with a first token from its prefill
 };
 
 // Shared between the scheduler (producer) and one HTTP handler (consumer).

@@ -108,6 +108,41 @@ def test_chat_stream_include_usage(client):
     assert all(c.usage is None for c in chunks[:-1])
 
 
+def test_n_choices(client):
+    """n choices: choice i is the request with seed + i; usage counts the prompt once; streamed by index."""
+    kw = dict(model=MODEL_ID, prompt="Once upon a time", max_tokens=8, temperature=1.0)
+    r = client.completions.create(n=3, seed=7, **kw)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    texts = [c.text for c in r.choices]
+    assert len(set(texts)) > 1
+    for i in range(3):
+        one = client.completions.create(n=1, seed=7 + i, **kw)
+        assert one.choices[0].text == texts[i]
+        assert r.usage.prompt_tokens == one.usage.prompt_tokens
+    assert r.usage.completion_tokens == sum(len(client.completions.create(seed=7 + i, logprobs=0, **kw)
+                                                .choices[0].logprobs.tokens) for i in range(3))
+
+    messages = [{"role": "user", "content": "Name a colour."}]
+    ref = client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=8, temperature=1.0, seed=3, n=2)
+    stream = client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=8, temperature=1.0, seed=3,
+                                            n=2, stream=True, stream_options={"include_usage": True})
+    text, roles, finishes = {0: "", 1: ""}, set(), {}
+    chunks = list(stream)
+    for c in chunks[:-1]:
+        [choice] = c.choices
+        roles |= {choice.index} if choice.delta.role == "assistant" else set()
+        text[choice.index] += choice.delta.content or ""
+        if choice.finish_reason:
+            finishes[choice.index] = choice.finish_reason
+    assert roles == {0, 1}
+    assert [text[0], text[1]] == [c.message.content for c in ref.choices]
+    assert finishes == {c.index: c.finish_reason for c in ref.choices}
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == ref.usage.completion_tokens
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL_ID, prompt="x", max_tokens=1, n=17)
+    assert e.value.status_code == 400 and e.value.param == "n"
+
+
 def test_completion_stream_raw():
     r = requests.post(URL + "/v1/completions", stream=True, timeout=60,
                       json={"prompt": "Once upon a time", "max_tokens": 6, "stream": True, "temperature": 0})
@@ -268,7 +303,8 @@ def test_wrong_types():
     check_error(requests.post(URL + "/v1/completions", json={"prompt": 5}), 400, param="prompt")
     check_error(requests.post(URL + "/v1/chat/completions", json={"messages": "hi"}), 400, param="messages")
     check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "temperature": 9}), 400, param="temperature")
-    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "n": 2}), 400, param="n")
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "n": 0}), 400, param="n")
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "n": "2"}), 400, param="n")
     check_error(requests.post(URL + "/v1/completions", json={"max_tokens": 4}), 400, param="prompt")
     check_error(requests.post(URL + "/v1/completions", json=["prompt"]), 400)
     check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "echo": True}), 400, param="echo")

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include "common/log_softmax.h"
 #include "common/models.h"
 #include "engine/session.h"
 #include "sample/sampler.h"
+#include "server/choices.h"
 #include "server/openai_api.h"
 #include "server/scheduler.h"
 #include "server/tokenize_api.h"
@@ -253,6 +255,9 @@ TEST(ServerOpenAiApi, Errors) {
   const char* negative_top = R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":-1})";
   EXPECT_EQ(parse_error(Endpoint::Chat, negative_top).param, "top_logprobs");
   EXPECT_EQ(parse_error(Endpoint::Chat, R"({"messages":[{"role":"tool","content":"x"}]})").status, 400);
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","n":0})").param, "n");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","n":17})").param, "n");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","n":"2"})").param, "n");
   std::string long_prompt = R"({"prompt":")";
   for (int i = 0; i < 100; ++i) long_prompt += "hello ";
   EXPECT_EQ(parse_error(Endpoint::Completions, long_prompt + "\"}").code, "context_length_exceeded");
@@ -265,6 +270,8 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(r.gen.max_tokens, 5);
   EXPECT_EQ(r.gen.stop, std::vector<std::string>{"\n"});
   EXPECT_EQ(r.gen.sampling.seed, 3u);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_EQ(server::parse_request(Endpoint::Completions, R"({"prompt":"hi","n":16})", *lm.tok, {"m", 64}).n, 16);
   EXPECT_FALSE(r.stream);
   EXPECT_EQ(r.gen.logprobs, -1);
   auto logprobs_of = [&](Endpoint ep, const char* body) {
@@ -275,6 +282,65 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(logprobs_of(Endpoint::Chat, R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})"), 0);
   const char* top5 = R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})";
   EXPECT_EQ(logprobs_of(Endpoint::Chat, top5), 5);
+}
+
+// OpenAI's n: choice i is the request sampled with seed + i, the same text
+// as that request on its own; usage counts the prompt once. A request whose
+// n choices do not all fit the queue takes none of it.
+TEST(ServerChoices, EachChoiceIsTheRequestWithItsOwnSeed) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  server::Metrics metrics;
+  server::SchedulerOptions so = pool_of(2, 128);  // three choices: one waits for a slot
+  so.max_queue = 1;
+  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  server::GenRequest r = greedy(lm, "Once upon a time");
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = 41;
+  r.max_tokens = 12;
+  r.ignore_eos = true;
+
+  std::optional<server::Choices> cs = server::Choices::submit(sched, r, 3);
+  ASSERT_TRUE(cs);
+  ASSERT_EQ(cs->size(), 3);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 3; ++i) {
+    const std::optional<server::Handle::Update> u = cs->wait_for(i, 60s);
+    ASSERT_TRUE(u);
+    EXPECT_EQ(u->finish_reason, "length");
+    texts.push_back(u->text);
+  }
+  EXPECT_TRUE(cs->all_done());
+  EXPECT_TRUE(texts[0] != texts[1] || texts[1] != texts[2]) << texts[0];
+  const server::Timings t = cs->timings();
+  EXPECT_EQ(t.prompt_tokens, int(r.prompt.size()));
+  EXPECT_EQ(t.completion_tokens, 36);
+  EXPECT_EQ(t.sequences, 3);
+  for (int i = 0; i < 3; ++i) {
+    server::GenRequest one = r;
+    one.sampling.seed = 41 + uint64_t(i);
+    EXPECT_EQ(sched.submit(one)->wait_all().text, texts[size_t(i)]) << "choice " << i;
+  }
+
+  // Two slots and one queue place hold three choices, not four; the three
+  // admitted for the attempt are withdrawn.
+  EXPECT_FALSE(server::Choices::submit(sched, r, 4));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((sched.gauges().running > 0 || sched.gauges().waiting > 0) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(sched.gauges().running, 0);
+  EXPECT_EQ(sched.gauges().waiting, 0);
+  EXPECT_EQ(sched.gauges().kv_blocks_used, 0);
+
+  // Streaming: every piece of news names its choice, and the pieces of
+  // each choice join to its text.
+  cs = server::Choices::submit(sched, r, 3);
+  ASSERT_TRUE(cs);
+  std::vector<std::string> streamed(3);
+  while (!cs->all_done()) {
+    auto news = cs->next(100ms);
+    if (news) streamed[size_t(news->first)] += news->second.text;
+  }
+  EXPECT_EQ(streamed, texts);
 }
 
 // /tokenize and /detokenize (llama.cpp server's): the tokenizer's own ids,
