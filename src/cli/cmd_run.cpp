@@ -1,4 +1,5 @@
 // kvlab run: generate from a prompt, streaming the text, then report timings.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@ struct RunOptions {
   sample::Params sampling;               // the sampler's defaults; the seed below
   std::vector<std::string> logit_bias;   // ID+BIAS or ID-BIAS, as llama.cpp's -l
   int64_t seed = -1;
+  engine::DraftOptions draft;
   bool ignore_eos = false, chat = false, json = false;
 };
 
@@ -83,6 +85,7 @@ void run(const RunOptions& o) {
   g.sampling.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
   for (const std::string& b : o.logit_bias) g.sampling.logit_bias.push_back(parse_logit_bias(b));
   sample::validate(g.sampling, l.tokenizer->n_vocab());
+  g.draft = o.draft;
 
   engine::Session session(*l.model, session_options(o.m, l.model->config()));
   tokenizer::StreamDecoder stream(*l.tokenizer);
@@ -112,6 +115,14 @@ void run(const RunOptions& o) {
     for (double s : r.token_seconds) ms.push_back(s * 1e3);
     j["token_ms"] = ms;
     j["kv_cache"] = session.options().kv_cache;
+    if (g.draft.max_tokens > 0)
+      j["speculative"] = {{"method", "ngram"},
+                          {"draft_max", g.draft.max_tokens},
+                          {"ngram_max", g.draft.ngram_max},
+                          {"verify_passes", r.verify_passes},
+                          {"drafted", r.drafted},
+                          {"accepted", r.accepted},
+                          {"acceptance", r.drafted ? double(r.accepted) / r.drafted : 0.0}};
     j["kv_type"] = tensor::dtype_info(session.options().kv_type).name;
     j["kv_bytes"] = session.options().kv_cache ? kv_bytes : 0;
     j["kv_bytes_per_token"] = session.cache().bytes_per_token();
@@ -131,6 +142,14 @@ void run(const RunOptions& o) {
   std::fflush(stdout);
   if (r.stop == engine::StopReason::Context)
     std::fprintf(stderr, "kvlab: stopped: the context of %d tokens is full\n", session.options().n_ctx);
+  if (g.draft.max_tokens > 0) {
+    const size_t passes = std::count_if(session.trace().steps.begin(), session.trace().steps.end(),
+                                        [](const engine::Step& st) { return st.phase == engine::Phase::Decode; });
+    std::fprintf(stderr, "speculative (ngram, up to %d drafts): %d of %d drafted tokens kept (%.0f%%) in %d verify passes; "
+                 "%.2f tokens per decode pass\n", g.draft.max_tokens, r.accepted, r.drafted,
+                 r.drafted ? 100.0 * r.accepted / r.drafted : 0.0, r.verify_passes,
+                 passes ? double(r.tokens.size() - 1) / double(passes) : 0.0);
+  }
   std::fprintf(stderr,
                "prompt tokens: %d | generated: %zu (%s) | TTFT: %.1f ms | prefill: %.1f tok/s | decode: %.1f tok/s | "
                "KV cache: %s (%s, %d threads)\n",
@@ -166,6 +185,13 @@ void add_run_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("-l,--logit-bias", o->logit_bias, "ID+BIAS or ID-BIAS (-inf bans the token); repeatable");
   app->add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
+  app->add_option("--draft", o->draft.max_tokens,
+                  "speculative decoding: draft up to N tokens per step by prompt lookup (0: off); same tokens, fewer passes")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  app->add_option("--draft-ngram", o->draft.ngram_max, "the longest context suffix that --draft looks up")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
   app->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
   app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (ChatML, Gemma or Llama 3, from its GGUF)");
   app->add_flag("--json", o->json, "print one JSON object with the text, ids and timings instead");

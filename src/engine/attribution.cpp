@@ -6,10 +6,11 @@
 
 namespace kvlab::engine {
 
-PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes) {
+PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes, bool logits_for_all) {
   perf::Pass p;
   p.new_tokens = n_tokens;
   p.past = n_past;
+  p.logits_for_all_tokens = logits_for_all;
   p.kv_bytes = kv_elem_bytes;
   const perf::Cost c = perf::forward_cost(m.config(), p);
   PhaseWork w;
@@ -42,7 +43,7 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
                       const std::optional<perf::HwProfile>& profile) {
   Attribution a;
   for (const Step& s : trace.steps) {
-    PhaseWork w = pass_work(m, s.n_tokens, s.n_past, kv_elem_bytes);
+    PhaseWork w = pass_work(m, s.n_tokens, s.n_past, kv_elem_bytes, s.logits_for_all);
     w.seconds = s.seconds;
     (s.phase == Phase::Prefill ? a.prefill : a.decode) += w;
   }

@@ -51,7 +51,8 @@ struct Attribution {
 };
 
 // Work of one forward pass of `n_tokens` new tokens after `n_past` cached.
-PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes);
+PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes,
+                    bool logits_for_all = false);
 
 // `profile`: nullopt leaves the verdicts out (no probe profile yet).
 Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_bytes, int threads,

@@ -104,6 +104,30 @@ std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
   return out;
 }
 
+std::span<const float> Session::verify(std::span<const int32_t> ids) {
+  if (!opt_.kv_cache) throw Error("speculative decoding needs the KV cache");
+  if (ids.empty() || ids.size() > size_t(opt_.max_batch))
+    throw Error("a verify pass takes 1 to " + std::to_string(opt_.max_batch) + " tokens, got " +
+                std::to_string(ids.size()));
+  if (history_.size() + ids.size() > size_t(opt_.n_ctx))
+    throw Error("context of " + std::to_string(opt_.n_ctx) + " is full");
+  const size_t from = history_.size(), V = size_t(model_.config().n_vocab);
+  history_.insert(history_.end(), ids.begin(), ids.end());
+  batch_.clear();
+  for (size_t i = from; i < history_.size(); ++i) batch_.push_back({history_[i], int32_t(i), 0, true});
+  verify_logits_.resize(ids.size() * V);
+  const auto t0 = Clock::now();
+  model_.forward(batch_, cache_, ws_, pool_, verify_logits_.data());
+  trace_.steps.push_back({Phase::Decode, int(ids.size()), int(from), seconds_since(t0), true});
+  return verify_logits_;
+}
+
+void Session::truncate(int n) {
+  if (n < 0 || n > n_past()) throw Error("cannot truncate a sequence of " + std::to_string(n_past()) + " to " + std::to_string(n));
+  history_.resize(size_t(n));
+  cache_.set_used(0, std::min(cache_.used(0), n));
+}
+
 std::span<const float> Session::decode(int32_t id) {
   if (history_.size() + 1 > size_t(opt_.n_ctx)) throw Error("context of " + std::to_string(opt_.n_ctx) + " is full");
   history_.push_back(id);

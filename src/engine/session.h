@@ -6,6 +6,9 @@
 //  decode(id)    one new token against the cache (GEMV-shaped)
 //  with kv_cache = false, decode(id) clears the cache and recomputes the
 //  whole sequence: the O(N²) path the KV cache exists to avoid.
+//  verify(ids)   several tokens in one decode-phase pass, logits after each
+//                (speculative decoding: engine/generate.h); truncate(n)
+//                then drops the rejected ones
 #pragma once
 #include <cstdint>
 #include <span>
@@ -43,6 +46,15 @@ class Session {
   // or other sampling transform). The LM head runs on every scored position,
   // in passes whose logits stay under kScoreLogitBytes.
   std::vector<double> score(std::span<const int32_t> ids, size_t skip = 0);
+  // Appends `ids` (1 to max_batch of them) in one forward pass and returns
+  // the logits after each: row i (n_vocab floats at i * n_vocab) follows
+  // ids[i]. A row equals the logits decode() would give at that position:
+  // every matmul row and attention read is per token (kernels/matmul.h).
+  // Needs the KV cache (throws kvlab::Error without it).
+  std::span<const float> verify(std::span<const int32_t> ids);
+  // Forgets every position from n on (n <= n_past()): the cache keeps the
+  // rows, and the next pass overwrites them.
+  void truncate(int n);
   static constexpr size_t kScoreLogitBytes = size_t(64) << 20;
 
   void reset();  // forget the sequence (keeps buffers)
@@ -73,6 +85,7 @@ class Session {
   std::vector<model::BatchEntry> batch_;
   std::vector<int32_t> history_;
   std::vector<float> logits_;
+  std::vector<float> verify_logits_;  // verify()'s rows
   Trace trace_;
 };
 

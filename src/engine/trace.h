@@ -16,6 +16,7 @@ struct Step {
   int n_tokens;    // tokens pushed through the layers in this pass
   int n_past;      // positions already in the cache when the pass started
   double seconds;  // wall time of the forward pass
+  bool logits_for_all = false;  // the LM head ran on every token (a speculative verify pass), not just the last
 };
 
 struct Trace {

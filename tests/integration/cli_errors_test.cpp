@@ -188,6 +188,8 @@ TEST(CliErrors, BadOptions) {
   expect_one_line_error(run_kvlab("bench --pg 512"), "--pg '512': expected PROMPT,GEN token counts, e.g. 512,128");
   expect_one_line_error(run_kvlab("bench --pg 512,x"), "--pg '512,x': expected PROMPT,GEN token counts, e.g. 512,128");
   expect_one_line_error(run_kvlab("bench --pg 0,128"), "--pg '0,128': both counts must be at least 1");
+  expect_one_line_error(run_kvlab("run -p hi -n 4 --draft 4 --no-kv-cache"),
+                        "speculative decoding (--draft) needs the KV cache");
   r = run_kvlab("frobnicate");
   EXPECT_NE(r.status, 0);
   // A prompt file that is no file, or never ends, is refused, not read into
@@ -212,7 +214,9 @@ TEST(CliErrors, BadOptions) {
            {"run -p hi -c -3", "--ctx-size: must be 0 or more, got -3"},
            {"diagnose --ttft-ms -1", "--ttft-ms: must be above 0, got -1"},
            {"diagnose --decode-tok-s 0", "--decode-tok-s: must be above 0, got 0"},
-           {"diagnose --ttft-ms fast", "--ttft-ms: expected a number, got 'fast'"}}) {
+           {"diagnose --ttft-ms fast", "--ttft-ms: expected a number, got 'fast'"},
+           {"run -p hi --draft 65", "--draft: Value 65 not in range 0 to 64"},
+           {"run -p hi --draft 2 --draft-ngram 0", "--draft-ngram: Value 0 not in range 1 to 16"}}) {
     r = run_kvlab(args);
     EXPECT_NE(r.status, 0) << args;
     EXPECT_EQ(r.err.substr(0, r.err.find('\n')), line) << args;
@@ -301,6 +305,29 @@ TEST(Cli, EmptyPrompt) {
     r = run_kvlab("run -m " + test::kDefaultModel + " -p '' -n 4");
     expect_one_line_error(r, "the prompt is empty and this model adds no BOS token: nothing to start from");
   }
+}
+
+// --draft: the same tokens in fewer decode passes, and what the drafts did.
+TEST(Cli, SpeculativeRunReportsItsDrafts) {
+  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf";
+  const std::string args = "run -m " + tiny + " -p 'Once upon a time, there was a little girl' -n 120 --temp 0 --ignore-eos";
+  const Result plain = run_kvlab(args + " --json"), spec = run_kvlab(args + " --json --draft 4");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_EQ(spec.status, 0) << spec.err;
+  const nlohmann::json a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(spec.out);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_FALSE(a.contains("speculative"));
+  const nlohmann::json& sp = b["speculative"];
+  EXPECT_EQ(sp["method"], "ngram");
+  EXPECT_EQ(sp["draft_max"], 4);
+  EXPECT_GT(sp["verify_passes"].get<int>(), 0);
+  EXPECT_LE(sp["accepted"].get<int>(), sp["drafted"].get<int>());
+  // Each kept draft saves a pass (the one a stop ends inside keeps no bonus token).
+  const int saved = a["roofline"]["decode"]["passes"].get<int>() - b["roofline"]["decode"]["passes"].get<int>();
+  EXPECT_TRUE(saved == sp["accepted"].get<int>() || saved + 1 == sp["accepted"].get<int>()) << saved << " " << sp;
+  EXPECT_GT(sp["accepted"].get<int>(), 0);
+  const Result text = run_kvlab(args + " --draft 4");
+  EXPECT_NE(text.err.find("speculative (ngram, up to 4 drafts): "), std::string::npos) << text.err;
 }
 
 TEST(Cli, ContextLimitIsReportedNotACrash) {
