@@ -68,7 +68,7 @@ void BlockManager::add_ref(int32_t b) {
   if (blk.ref++ == 0 && blk.keyed) lru_.erase(blk.lru);
 }
 
-std::optional<int> BlockManager::admit(int seq, std::span<const int32_t> prompt, int n_tokens) {
+std::optional<int> BlockManager::admit(int seq, std::span<const int32_t> prompt, int n_tokens, bool reuse_prefix) {
   if (n_mapped_[size_t(seq)] != 0) throw Error("sequence " + std::to_string(seq) + " already holds KV blocks");
   n_tokens = std::max(n_tokens, int(prompt.size()));
   if (prompt.empty() || n_tokens > cache_.n_ctx())
@@ -79,7 +79,7 @@ std::optional<int> BlockManager::admit(int seq, std::span<const int32_t> prompt,
   std::vector<int32_t> hit;
   uint64_t key = 0;
   int hits_now_cached = 0;  // hit blocks that sit in the LRU list, i.e. count as available
-  for (size_t i = 0; (i + 1) * B <= prompt.size() - 1; ++i) {
+  for (size_t i = 0; reuse_prefix && (i + 1) * B <= prompt.size() - 1; ++i) {
     const auto tokens = prompt.subspan(i * B, B);
     const uint64_t next = chain(key, tokens);
     const int32_t b = find(next, key, tokens);

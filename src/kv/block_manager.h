@@ -45,8 +45,9 @@ class BlockManager {
   // prefix of `prompt`, then fresh blocks for positions up to `n_tokens` (the
   // most the sequence will ever hold), and sets the cache's used count to the
   // reused tokens, which it returns. Returns nullopt, changing nothing, when
-  // the pool cannot supply the blocks now.
-  std::optional<int> admit(int seq, std::span<const int32_t> prompt, int n_tokens);
+  // the pool cannot supply the blocks now. With reuse_prefix false nothing
+  // cached is mapped (a request that needs every prompt position computed).
+  std::optional<int> admit(int seq, std::span<const int32_t> prompt, int n_tokens, bool reuse_prefix = true);
   // Keys the sequence's blocks that became full: positions [0, n_written)
   // hold the KV of tokens[0, n_written).
   void commit(int seq, std::span<const int32_t> tokens, int n_written);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -152,8 +153,12 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   }
   // Features this server does not implement are refused, not silently ignored.
   if (auto b = integer(j, "best_of"); b && *b != 1) fail("'best_of' is not supported", "best_of", "unsupported_parameter");
-  if (const json* e = field(j, "echo"); e && !(e->is_boolean() && !e->get<bool>()))
-    fail("'echo' is not supported", "echo", "unsupported_parameter");
+  // echo (completions): the prompt comes back ahead of the completion, and
+  // with logprobs every prompt token is scored (lm-evaluation-harness's
+  // loglikelihood requests: echo, logprobs, max_tokens 0 or 1).
+  r.gen.echo = boolean(j, "echo").value_or(false);
+  if (r.gen.echo && ep == Endpoint::Chat)
+    fail("'echo' is only for /v1/completions", "echo", "unsupported_parameter");
   // logprobs: completions take how many alternatives (an integer), chat a
   // boolean with top_logprobs for the alternatives. At most 20, as vLLM
   // allows (OpenAI: 5 for completions, 20 for chat).
@@ -264,8 +269,10 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
     max_tokens = integer(j, "max_completion_tokens");
     max_param = "max_completion_tokens";
   }
-  if (max_tokens && (*max_tokens < 1 || *max_tokens > limits.n_ctx))
-    fail("'" + std::string(max_param) + "' must be between 1 and the context size " + std::to_string(limits.n_ctx) +
+  const int min_tokens = r.gen.echo ? 0 : 1;  // with echo, the prompt alone is an answer
+  if (max_tokens && (*max_tokens < min_tokens || *max_tokens > limits.n_ctx))
+    fail("'" + std::string(max_param) + "' must be between " + std::to_string(min_tokens) + " and the context size " +
+             std::to_string(limits.n_ctx) +
              ", got " + std::to_string(*max_tokens),
          max_param, "invalid_value");
 
@@ -336,8 +343,10 @@ json logprobs_json(const ParsedRequest& r, const std::vector<TokenLogprobs>& lps
   json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
   for (const TokenLogprobs& e : lps) {
     tokens.push_back(e.bytes);
-    token_logprobs.push_back(e.logprob);
-    json top = json::object();
+    // An echoed prompt's first token: nothing predicts it (null, as OpenAI).
+    const bool unscored = std::isnan(e.logprob);
+    token_logprobs.push_back(unscored ? json(nullptr) : json(e.logprob));
+    json top = unscored ? json(nullptr) : json::object();
     for (const auto& alt : e.top)
       if (!top.contains(alt.bytes)) top[alt.bytes] = alt.logprob;  // two ids with one text: the likelier
     top_logprobs.push_back(top);

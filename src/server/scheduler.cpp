@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "common/error.h"
 
@@ -192,7 +193,8 @@ void Scheduler::admit() {
     if (active_[slot]) continue;
     const GenRequest& head = waiting_.front().req;
     const int budget = int(std::min<int64_t>(opt_.n_ctx, int64_t(head.prompt.size()) + std::max(head.max_tokens, 0)));
-    const std::optional<int> reused = blocks_.admit(int(slot), head.prompt, budget);
+    // A scored prompt needs every position's logits: none may come from the cache.
+    const std::optional<int> reused = blocks_.admit(int(slot), head.prompt, budget, !(head.echo && head.logprobs >= 0));
     if (!reused) break;  // the head waits for blocks; nothing overtakes it
     Waiting w = std::move(waiting_.front());
     waiting_.pop_front();
@@ -213,6 +215,7 @@ void Scheduler::admit() {
       continue;  // the slot stays free
     }
     s->decoder = std::make_unique<tokenizer::StreamDecoder>(tok_);
+    if (s->prompt_scored()) s->prompt_logprobs.resize(s->tokens.size());
     metrics_.observe_queue(ms_between(s->arrival, s->admitted) / 1e3);
     active_[slot] = std::move(s);
     ++running_;
@@ -226,12 +229,12 @@ void Scheduler::step() {
     if (s && s->h->cancelled()) finish(*s, "cancelled");
 
   batch_.clear();
-  std::vector<Seq*> owners;  // sequence of each logits row, in batch order
+  rows_.clear();
   std::vector<std::pair<Seq*, int>> advanced;
   for (auto& s : active_) {
     if (!s || s->prefilling) continue;
     batch_.push_back({s->tokens.back(), s->n_past, s->slot, true});
-    owners.push_back(s.get());
+    rows_.push_back({s.get(), s->n_past, true});
     advanced.push_back({s.get(), 1});
   }
   int budget = opt_.prefill_chunk;
@@ -241,56 +244,101 @@ void Scheduler::step() {
     const int n = std::min(budget, prompt - s->n_past);
     for (int i = 0; i < n; ++i) {
       const int pos = s->n_past + i;
-      const bool last = pos + 1 == prompt;
-      batch_.push_back({s->req.prompt[size_t(pos)], pos, s->slot, last});
-      if (last) owners.push_back(s.get());
+      // The last position's logits give the first token (none with
+      // max_tokens 0); a scored prompt's others, its next token's logprob.
+      const bool sample = pos + 1 == prompt && s->req.max_tokens > 0;
+      const bool logits = sample || (s->prompt_scored() && pos + 1 < prompt);
+      batch_.push_back({s->req.prompt[size_t(pos)], pos, s->slot, logits});
+      if (logits) rows_.push_back({s.get(), pos, sample});
     }
     advanced.push_back({s.get(), n});
     budget -= n;
   }
   if (batch_.empty()) return;
 
+  const size_t n_vocab = size_t(model_.config().n_vocab);
+  if (logits_.size() < rows_.size() * n_vocab) logits_.resize(rows_.size() * n_vocab);
   try {
     model_.forward(batch_, cache_, ws_, pool_, logits_.data());
   } catch (const std::exception& e) {
     for (auto& [s, n] : advanced) finish(*s, "error", e.what());
     return;
   }
+  // Prompts done now that asked for no token at all (echo with max_tokens
+  // 0): no row of theirs is sampled, so none of them finishes below.
+  std::vector<Seq*> silent;
   for (auto& [s, n] : advanced) {
     s->n_past += n;
     blocks_.commit(s->slot, s->tokens, s->n_past);
+    if (s->prefilling && s->req.max_tokens == 0 && s->n_past == int(s->req.prompt.size())) silent.push_back(s);
   }
 
   // Each sequence samples from its own logits row with its own sampler (and
   // random stream), so the rows are sampled on the pool's threads at once:
   // a 49152-token vocabulary per sequence, done one after another, left the
   // other core idle for ~4% of a batch of 8's step.
-  const size_t n_vocab = size_t(model_.config().n_vocab);
-  sampled_.resize(owners.size());
-  sampled_logprobs_.resize(owners.size());
-  pool_.run(owners.size(), [&](size_t i, int) {
+  sampled_.resize(rows_.size());
+  sampled_logprobs_.resize(rows_.size());
+  pool_.run(rows_.size(), [&](size_t i, int) {
+    const Row& r = rows_[i];
     const std::span<const float> row(logits_.data() + i * n_vocab, n_vocab);
-    const int32_t id = owners[i]->sampler->sample(row, owners[i]->tokens);
-    sampled_[i] = id;
-    if (const int n = owners[i]->req.logprobs; n >= 0) {
-      TokenLogprobs& lp = sampled_logprobs_[i];
-      lp.id = id;
-      const double lse = sample::log_sum_exp(row);
-      lp.logprob = double(row[size_t(id)]) - lse;
-      lp.top.clear();
-      for (const sample::TokenLogprob& t : sample::top_logprobs(row, lse, n))
-        lp.top.push_back({t.id, tok_.piece(t.id), t.logprob});
+    if (!r.sample) {  // a prompt token's entry
+      const size_t next = size_t(r.pos) + 1;
+      r.s->prompt_logprobs[next] = logprob_entry(row, r.s->req.prompt[next], r.s->req.logprobs);
+      return;
     }
+    const int32_t id = r.s->sampler->sample(row, r.s->tokens);
+    sampled_[i] = id;
+    if (const int n = r.s->req.logprobs; n >= 0) sampled_logprobs_[i] = logprob_entry(row, id, n);
   });
-  for (size_t i = 0; i < owners.size(); ++i) {
-    Seq& s = *owners[i];
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    if (!rows_[i].sample) continue;
+    Seq& s = *rows_[i].s;
     if (s.prefilling) {
       s.prefilling = false;
       metrics_.add_tokens(int64_t(s.req.prompt.size()), 0, s.n_cached);
+      if (s.req.echo) echo_prompt(s);
     }
     on_token(s, sampled_[i], std::move(sampled_logprobs_[i]));
   }
+  for (Seq* s : silent) {
+    s->prefilling = false;
+    s->first_token = s->last_token = Clock::now();  // the prompt's time is its answer's
+    metrics_.add_tokens(int64_t(s->req.prompt.size()), 0, s->n_cached);
+    echo_prompt(*s);
+    s->text += s->decoder->flush();
+    finish(*s, "length");
+  }
   publish_kv_stats();
+}
+
+TokenLogprobs Scheduler::logprob_entry(std::span<const float> row, int32_t id, int n) const {
+  TokenLogprobs lp;
+  lp.id = id;
+  const double lse = sample::log_sum_exp(row);
+  lp.logprob = double(row[size_t(id)]) - lse;
+  for (const sample::TokenLogprob& t : sample::top_logprobs(row, lse, n))
+    lp.top.push_back({t.id, tok_.piece(t.id), t.logprob});
+  return lp;
+}
+
+void Scheduler::echo_prompt(Seq& s) {
+  for (size_t i = 0; i < s.req.prompt.size(); ++i) {
+    const int32_t id = s.req.prompt[i];
+    if (s.prompt_scored()) {
+      TokenLogprobs lp = std::move(s.prompt_logprobs[i]);
+      lp.id = id;
+      if (i == 0) lp.logprob = std::numeric_limits<double>::quiet_NaN();  // nothing before it predicts it
+      lp.bytes = tok_.piece(id);
+      lp.text_offset = s.piece_bytes;
+      s.piece_bytes += lp.bytes.size();
+      s.logprobs.push_back(std::move(lp));
+    }
+    s.text += s.decoder->push(id);
+  }
+  s.prompt_logprobs.clear();
+  // Out at once: a stop sequence is looked for in the completion only.
+  emit(s, true);
 }
 
 void Scheduler::on_token(Seq& s, int32_t id, TokenLogprobs lp) {

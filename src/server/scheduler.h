@@ -42,6 +42,10 @@ struct GenRequest {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   int logprobs = -1;  // -1: none; else each token's log-probability and this many alternatives (0..20)
+  // OpenAI's echo (completions): the text starts with the prompt's, and with
+  // logprobs every prompt token has its entry too (the first one's logprob
+  // is NaN: nothing predicts it). max_tokens may then be 0.
+  bool echo = false;
 };
 
 // One generated token for the API's logprobs: its bytes, where its text
@@ -159,6 +163,15 @@ class Scheduler {
     // far, and how many characters `text` has up to counted_bytes.
     std::vector<TokenLogprobs> logprobs;
     size_t logprobs_sent = 0, piece_bytes = 0, counted_bytes = 0, counted_chars = 0;
+    // echo with logprobs: the prompt's entries, filled as its chunks run.
+    std::vector<TokenLogprobs> prompt_logprobs;
+    bool prompt_scored() const { return req.echo && req.logprobs >= 0; }
+  };
+  // What a logits row of a step is for.
+  struct Row {
+    Seq* s;
+    int pos;      // the position whose logits these are
+    bool sample;  // the next token is sampled from it (else: a prompt token's logprob)
   };
 
   void loop();
@@ -166,6 +179,11 @@ class Scheduler {
   void step();
   // Handles a freshly sampled token (may finish and free the sequence).
   void on_token(Seq& s, int32_t id, TokenLogprobs lp);
+  // The prompt's text (and its logprob entries) at the head of an echoing
+  // sequence's output, sent at once, once its prefill is done.
+  void echo_prompt(Seq& s);
+  // A logprob entry for token `id` from its logits row (n alternatives).
+  TokenLogprobs logprob_entry(std::span<const float> row, int32_t id, int n) const;
   void emit(Seq& s, bool final);
   void finish(Seq& s, const std::string& reason, const std::string& error = {});
   // Copies the block manager's counters for gauges() (read by other threads).
@@ -181,6 +199,7 @@ class Scheduler {
   model::Workspace ws_;
   std::vector<float> logits_;
   std::vector<model::BatchEntry> batch_;
+  std::vector<Row> rows_;         // one per logits row of a step
   std::vector<int32_t> sampled_;  // one token per logits row of a step
   std::vector<TokenLogprobs> sampled_logprobs_;  // and its logprobs, where asked for
 

@@ -143,6 +143,32 @@ def test_n_choices(client):
     assert e.value.status_code == 400 and e.value.param == "n"
 
 
+def test_echo_scores_the_prompt(client):
+    """echo + logprobs + max_tokens 0, as lm-evaluation-harness asks for loglikelihoods (token ids or text)."""
+    text = "The capital of France is Paris, and the capital of Italy is Rome."
+    ids = tokenize(text)
+    for prompt in (text, ids):
+        r = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=0, echo=True, logprobs=1,
+                                      temperature=0)
+        c = r.choices[0]
+        assert c.text == text and r.usage.completion_tokens == 0
+        assert len(c.logprobs.tokens) == len(ids) and "".join(c.logprobs.tokens) == text
+        assert c.logprobs.token_logprobs[0] is None and c.logprobs.top_logprobs[0] is None
+        assert all(lp < 0 for lp in c.logprobs.token_logprobs[1:])
+        assert all(len(t) == 1 and max(t.values()) >= lp
+                   for t, lp in zip(c.logprobs.top_logprobs[1:], c.logprobs.token_logprobs[1:]))
+        assert c.logprobs.text_offset == [sum(len(t) for t in c.logprobs.tokens[:i]) for i in range(len(ids))]
+    # With a completion: the prompt, then what the same request gives without echo.
+    plain = client.completions.create(model=MODEL_ID, prompt=text, max_tokens=5, temperature=0)
+    echoed = client.completions.create(model=MODEL_ID, prompt=text, max_tokens=5, temperature=0, echo=True,
+                                       stream=True)
+    assert "".join(ch.choices[0].text for ch in echoed) == text + plain.choices[0].text
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "x"}],
+                                       extra_body={"echo": True})
+    assert e.value.param == "echo"
+
+
 def test_completion_stream_raw():
     r = requests.post(URL + "/v1/completions", stream=True, timeout=60,
                       json={"prompt": "Once upon a time", "max_tokens": 6, "stream": True, "temperature": 0})
@@ -307,7 +333,7 @@ def test_wrong_types():
     check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "n": "2"}), 400, param="n")
     check_error(requests.post(URL + "/v1/completions", json={"max_tokens": 4}), 400, param="prompt")
     check_error(requests.post(URL + "/v1/completions", json=["prompt"]), 400)
-    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "echo": True}), 400, param="echo")
+    check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "echo": "yes"}), 400, param="echo")
     check_error(requests.post(URL + "/v1/chat/completions", json={
         "messages": [{"role": "user", "content": "x"}], "logprobs": True, "top_logprobs": 30}), 400, param="top_logprobs")
     check_error(requests.post(URL + "/v1/completions", json={"prompt": "x", "logprobs": 99}), 400, param="logprobs")

@@ -28,6 +28,7 @@ case "$(basename "$BIN")" in
     seed 0 '{"prompt":"Hi","max_tokens":2,"logprobs":3,"echo":false}' c
     seed 0 '{"prompt":"Hi","max_tokens":2,"frequency_penalty":0.5,"presence_penalty":-1,"repeat_last_n":8,"logit_bias":{"7":-100,"42":3.5}}' d
     seed 1 '{"messages":[{"role":"user","content":"Hi"}],"logprobs":true,"top_logprobs":2}' b
+    seed 0 '{"prompt":[1,403,407,261],"max_tokens":0,"echo":true,"logprobs":1,"n":3,"temperature":0}' e
     seed 2 '{"prompt":"Tell a story","n":4,"no_kv_cache":true}' a
     seed 3 '{"model":"llama-3.1-8b","hw":"h100","prompt":128,"gen":16,"batch":2,"weights":"q4_0","kv":"q8_0"}' a
     seed 4 '{"ttft_ms":50,"decode_tok_s":2,"prompt_tokens":512,"model":"llama-3.1-8b","hw":"a100-80gb","answer":"decode is memory-bandwidth bound"}' a

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <thread>
@@ -239,6 +240,64 @@ TEST(ServerScheduler, LogprobsAreTheModelsDistribution) {
   EXPECT_EQ(joined, u.text);
 }
 
+// echo: the prompt's text comes first; with logprobs every prompt token has
+// its log-probability given the ones before it (the first: none), equal to
+// Session::score's, whether or not the prompt's blocks are in the prefix
+// cache; max_tokens 0 scores the prompt and generates nothing.
+TEST(ServerScheduler, EchoScoresThePrompt) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  server::Metrics metrics;
+  server::SchedulerOptions so = pool_of(2, 256);
+  so.prefill_chunk = 16;  // the prompt's rows come from several chunks
+  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  const std::string text =
+      "The quick brown fox jumps over the lazy dog. Then the dog, not at all lazy, chased the fox back into the "
+      "woods, where the two of them sat down by the river and watched the sun go down behind the hills.";
+  server::GenRequest r = greedy(lm, text);
+  ASSERT_GT(r.prompt.size(), 32u);  // two full blocks the prefix cache can hold
+  r.max_tokens = 4;
+  r.ignore_eos = true;
+  const server::Handle::Update plain = sched.submit(r)->wait_all();  // leaves the prompt's blocks cached
+
+  engine::SessionOptions o;
+  o.n_ctx = 256;
+  o.n_threads = 2;
+  engine::Session ref(*lm.model, o);
+  const std::vector<double> scored = ref.score(r.prompt);  // log p(prompt[i + 1] | prompt[..i])
+
+  r.echo = true;
+  r.logprobs = 2;
+  for (int max_tokens : {0, 4}) {
+    r.max_tokens = max_tokens;
+    auto h = sched.submit(r);
+    const server::Handle::Update u = h->wait_all();
+    EXPECT_EQ(u.finish_reason, "length");
+    EXPECT_EQ(h->timings().cached_tokens, 0);
+    EXPECT_EQ(h->timings().completion_tokens, max_tokens);
+    EXPECT_EQ(u.text, max_tokens == 0 ? text : text + plain.text);
+    ASSERT_EQ(u.logprobs.size(), r.prompt.size() + size_t(max_tokens));
+    EXPECT_TRUE(std::isnan(u.logprobs[0].logprob));
+    EXPECT_TRUE(u.logprobs[0].top.empty());
+    std::string joined;
+    for (size_t i = 0; i < u.logprobs.size(); ++i) {
+      const server::TokenLogprobs& e = u.logprobs[i];
+      EXPECT_EQ(e.text_offset, joined.size()) << i;  // ASCII text: characters are bytes
+      joined += e.bytes;
+      if (i == 0 || i >= r.prompt.size()) continue;
+      EXPECT_EQ(e.id, r.prompt[i]);
+      EXPECT_NEAR(e.logprob, scored[i - 1], 1e-9) << i;
+      ASSERT_EQ(e.top.size(), 2u);
+      EXPECT_GE(e.top[0].logprob, e.logprob);
+    }
+    EXPECT_EQ(joined, u.text);
+  }
+  // Echo without logprobs may take the cached prefix.
+  r.logprobs = -1;
+  auto h = sched.submit(r);
+  EXPECT_EQ(h->wait_all().text, text + plain.text);
+  EXPECT_EQ(h->timings().cached_tokens, int(r.prompt.size() - 1) / 16 * 16);  // whole blocks before the last token
+}
+
 TEST(ServerOpenAiApi, Errors) {
   using server::Endpoint;
   EXPECT_EQ(parse_error(Endpoint::Completions, "{oops").status, 400);
@@ -256,6 +315,10 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(parse_error(Endpoint::Chat, negative_top).param, "top_logprobs");
   EXPECT_EQ(parse_error(Endpoint::Chat, R"({"messages":[{"role":"tool","content":"x"}]})").status, 400);
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","n":0})").param, "n");
+  EXPECT_EQ(parse_error(Endpoint::Chat, R"({"messages":[{"role":"user","content":"x"}],"echo":true})").param, "echo");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","max_tokens":0})").param, "max_tokens");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","max_tokens":0,"echo":true})").status, 0);
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","echo":1})").param, "echo");
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","n":17})").param, "n");
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","n":"2"})").param, "n");
   std::string long_prompt = R"({"prompt":")";
