@@ -71,6 +71,8 @@ int register_all() {
   const std::vector<Shape> shapes = {
       {576, 576, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
       {1536, 576, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
+      // Small batches: a speculative verify pass, a server step's decodes.
+      {1536, 576, {DType::Q4_1}, {2, 4, 8}},
       {576, 1536, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
       {49152, 576, {DType::Q8_0}, {1, 64}},
       // llama.cpp's Q4_K_M / Q5_K_M mixes: K-quant ffn_down, Q5 elsewhere

@@ -56,6 +56,11 @@ struct DotKernel {
   // The most tokens one rows8 call takes (the AVX2 kernels' accumulators
   // fill 16 registers at 4; AVX-512 has 32).
   size_t rows8_tokens = 4;
+  // Two groups at once, the second `pair_bytes` after the first and its
+  // results `pair_rows` after the first's in y, with rows8's results, bit for
+  // bit. nullptr: none; rows8 does the groups one by one.
+  void (*rows16)(const void* group, size_t pair_bytes, const void* act, size_t act_stride, const float* scales,
+                 size_t scales_stride, size_t n_tokens, size_t n, float* y, size_t pair_rows, size_t y_stride) = nullptr;
 };
 
 // dot4 / rows4 for kernels without fused ones: four calls of dot.

@@ -30,9 +30,10 @@
 // Everything else is the AVX2 set's: activation quantization, the float
 // formats, and the row-major dot products, which the engine
 // runs only with --mmap and for matrices that are not whole groups of 8
-// rows. (512-bit vectors bought nothing where they were tried on the Zen 4
-// cores this was measured on, which run 512-bit operations as two halves:
-// see attention_avx512.cpp.)
+// rows. 512-bit vectors bought nothing in most places they were tried on the
+// Zen 4 cores this was measured on, which run 512-bit operations as two
+// halves (see attention_avx512.cpp); the one exception is rows16_tokens
+// below, where they halve the broadcast loads rather than the arithmetic.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -95,15 +96,35 @@ inline void load_nibbles(const uint8_t* runs, __m256i w[8]) {
 // The two kinds of block header and float term: d alone (q4_0, q5_0, q8_0,
 // against q8_0 activation blocks) and d with m (q4_1, q5_1, against q8_1,
 // whose activation sums the m term needs).
+// Two groups' 8-lane vectors as one 16-lane one (rows16_tokens below): the
+// first group in lanes 0-7. (Zero-masked inserts with every lane on, from a
+// zero vector: the plain intrinsics and casts start from _mm512_undefined_*,
+// which GCC 12 reports as maybe uninitialized.)
+inline __m512 join(__m256 a, __m256 b) {
+  return _mm512_maskz_insertf32x8(0xffff, _mm512_maskz_insertf32x8(0xffff, _mm512_setzero_ps(), a, 0), b, 1);
+}
+inline __m512i join(__m256i a, __m256i b) {
+  return _mm512_maskz_inserti64x4(0xff, _mm512_maskz_inserti64x4(0xff, _mm512_setzero_si512(), a, 0), b, 1);
+}
+
+// Each takes its block header in 8 lanes (one group) or 16 (two groups), and
+// applies the same operations to every lane either way.
 struct DScaled {
   using A = BlockQ8_0;
   struct Scales {
     __m256 d;
   };
+  struct Scales16 {
+    __m512 d;
+  };
   static Scales scales(const uint8_t* blk) { return {load_halves8(blk)}; }
+  static Scales16 scales(const uint8_t* a, const uint8_t* b) { return {join(load_halves8(a), load_halves8(b))}; }
   // float(sumi) * (d_w*d_x) + acc, one rounding (the reference's std::fma).
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
-    return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs)), acc);
+    return _mm256_fmadd_ps(sum, _mm256_mul_ps(s.d, _mm256_set1_ps(xs[0])), acc);
+  }
+  static __m512 accumulate(__m512 acc, __m512 sum, const Scales16& s, const float* xs) {
+    return _mm512_fmadd_ps(sum, _mm512_mul_ps(s.d, _mm512_set1_ps(xs[0])), acc);
   }
 };
 struct DMScaled {
@@ -111,11 +132,21 @@ struct DMScaled {
   struct Scales {
     __m256 d, m;
   };
+  struct Scales16 {
+    __m512 d, m;
+  };
   static Scales scales(const uint8_t* blk) { return {load_halves8(blk), load_halves8(blk + 16)}; }
+  static Scales16 scales(const uint8_t* a, const uint8_t* b) {
+    return {join(load_halves8(a), load_halves8(b)), join(load_halves8(a + 16), load_halves8(b + 16))};
+  }
   // float(sumi) * (d_w*d_x) + (m_w*s_x + acc).
   static __m256 accumulate(__m256 acc, __m256 sum, const Scales& s, const float* xs) {
-    const __m256 dd = _mm256_mul_ps(s.d, _mm256_broadcast_ss(xs));
-    return _mm256_fmadd_ps(sum, dd, _mm256_fmadd_ps(s.m, _mm256_broadcast_ss(xs + 1), acc));
+    const __m256 dd = _mm256_mul_ps(s.d, _mm256_set1_ps(xs[0]));
+    return _mm256_fmadd_ps(sum, dd, _mm256_fmadd_ps(s.m, _mm256_set1_ps(xs[1]), acc));
+  }
+  static __m512 accumulate(__m512 acc, __m512 sum, const Scales16& s, const float* xs) {
+    const __m512 dd = _mm512_mul_ps(s.d, _mm512_set1_ps(xs[0]));
+    return _mm512_fmadd_ps(sum, dd, _mm512_fmadd_ps(s.m, _mm512_set1_ps(xs[1]), acc));
   }
 };
 
@@ -319,21 +350,91 @@ void rows8(const void* group, const void* act, size_t a_stride, const float* sca
   });
 }
 
-DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8, size_t tokens) {
+// Two groups (16 rows, the second `second` bytes after the first) against
+// NT tokens (up to 8), in 512-bit vectors: lane r < 8 is row r of the first
+// group, lane 8 + r row r of the second. Each lane does exactly what
+// rows8_tokens does for its row, so the results are the same bits. What
+// changes is that one activation broadcast (and one broadcast of each of its
+// scales) serves 16 rows instead of 8: with several tokens the 8-row kernel
+// ran 8 broadcast loads and 2 scale loads per token and block next to its 8
+// vpdpbusd, and perf's samples (matmul/q4_1:rows8/1536x576/tok:8, in cache)
+// sat on the broadcasts, at 33 multiply-adds per cycle against the probe's
+// 63. In cache, one thread (bench/alternate-micro, 5 rounds): 1536x576 at 4,
+// 8 and 64 tokens 33 -> 27, 59 -> 48, 491 -> 415 us; 576x1536 at 64 tokens
+// 505 -> 399 us; one token unchanged. matmul.cpp says from how many tokens
+// the engine pairs groups.
+template <class K, int NT>
+void rows16_tokens(const uint8_t* group, size_t second, const uint8_t* act, size_t a_stride, const float* scales,
+                   size_t s_stride, size_t n, float* y, size_t pair_rows, size_t y_stride) {
+  using A = typename K::A;
+  __m512 acc[NT];
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512 bias = _mm512_set1_ps(float(K::kBias));
+  for (size_t b = 0; b < n / kQK; ++b) {
+    const uint8_t* blk = group + b * K::kBlockBytes;
+    prefetch_ahead(blk, K::kBlockBytes);
+    prefetch_ahead(blk + second, K::kBlockBytes);
+    __m256i lo[8], hi[8];
+    K::load(blk, lo);
+    K::load(blk + second, hi);
+    __m512i w[8];
+    for (int i = 0; i < 8; ++i) w[i] = join(lo[i], hi[i]);
+    const auto s = K::scales(blk, blk + second);
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      const int8_t* qs = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b].qs;
+      const float* xs = scales + size_t(t) * s_stride + 2 * b;
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i += 2) {
+        int32_t x0, x1;
+        std::memcpy(&x0, qs + 4 * i, 4);
+        std::memcpy(&x1, qs + 4 * i + 4, 4);
+        s0 = _mm512_dpbusd_epi32(s0, w[i], _mm512_set1_epi32(x0));
+        s1 = _mm512_dpbusd_epi32(s1, w[i + 1], _mm512_set1_epi32(x1));
+      }
+      __m512 sumf = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_add_epi32(s0, s1));  // (zero-masked: as in join)
+      if constexpr (K::kBias != 0) sumf = _mm512_fnmadd_ps(bias, _mm512_set1_ps(xs[1]), sumf);
+      acc[t] = K::accumulate(acc[t], sumf, s, xs);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) {
+    // Lanes 0-7 to the first group's rows, 8-15 to the second's (masked
+    // stores touch only their lanes' bytes).
+    float* yt = y + size_t(t) * y_stride;
+    _mm512_mask_storeu_ps(yt, 0x00ff, acc[t]);
+    _mm512_mask_storeu_ps(yt + pair_rows - 8, 0xff00, acc[t]);
+  }
+}
+
+template <class K>
+void rows16(const void* group, size_t pair_bytes, const void* act, size_t a_stride, const float* scales,
+            size_t s_stride, size_t n_tokens, size_t n, float* y, size_t pair_rows, size_t y_stride) {
+  with_tile_count<8>(n_tokens, [&]<int NT>() {
+    rows16_tokens<K, NT>(static_cast<const uint8_t*>(group), pair_bytes, static_cast<const uint8_t*>(act), a_stride,
+                         scales, s_stride, n, y, pair_rows, y_stride);
+  });
+}
+
+DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8, size_t tokens,
+                     decltype(DotKernel::rows16) rows16 = nullptr) {
   DotKernel k = *avx2::find(w);
   k.rows8 = rows8;
   k.rows8_tokens = tokens;
+  k.rows16 = rows16;
   return k;
 }
 
 }  // namespace
 
 const DotKernel* find(DType w) {
-  static const DotKernel q4_0 = with_rows8(DType::Q4_0, rows8<Q4_0Vnni>, 8);
-  static const DotKernel q4_1 = with_rows8(DType::Q4_1, rows8<Q4_1Vnni>, 8);
-  static const DotKernel q8_0 = with_rows8(DType::Q8_0, rows8<Q8_0Vnni>, 8);
-  static const DotKernel q5_0 = with_rows8(DType::Q5_0, rows8<Q5_0Vnni>, 8);
-  static const DotKernel q5_1 = with_rows8(DType::Q5_1, rows8<Q5_1Vnni>, 8);
+  static const DotKernel q4_0 = with_rows8(DType::Q4_0, rows8<Q4_0Vnni>, 8, rows16<Q4_0Vnni>);
+  static const DotKernel q4_1 = with_rows8(DType::Q4_1, rows8<Q4_1Vnni>, 8, rows16<Q4_1Vnni>);
+  static const DotKernel q8_0 = with_rows8(DType::Q8_0, rows8<Q8_0Vnni>, 8, rows16<Q8_0Vnni>);
+  static const DotKernel q5_0 = with_rows8(DType::Q5_0, rows8<Q5_0Vnni>, 8, rows16<Q5_0Vnni>);
+  static const DotKernel q5_1 = with_rows8(DType::Q5_1, rows8<Q5_1Vnni>, 8, rows16<Q5_1Vnni>);
   static const DotKernel q4_k = with_rows8(DType::Q4_K, kquant_rows8<Q45_KVnni<BlockQ4_K>>, 4);
   static const DotKernel q5_k = with_rows8(DType::Q5_K, kquant_rows8<Q45_KVnni<BlockQ5_K>>, 4);
   static const DotKernel q6_k = with_rows8(DType::Q6_K, kquant_rows8<Q6_KVnni>, 4);

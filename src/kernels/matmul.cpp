@@ -15,14 +15,41 @@ namespace {
 constexpr size_t kRowTile = 16;  // a multiple of kRows8
 constexpr size_t kTokenTile = 64;
 
+// Rows-of-8 matrices against this many tokens or more go two groups per
+// kernel call (DotKernel::rows16: one activation broadcast for 16 rows),
+// fewer one group per call. Measured in alternating runs of one build with
+// the threshold read from the environment (`bench/alternate-bench`, default
+// model, 2 threads, 5 rounds, 2026-12-02 07:00; paired medians against the
+// build without pairs): pairs from 1 token: tg64 0.85, pp5 0.86, pp512 1.12;
+// from 16: pp64 1.19, pp512 1.18, pp5 / pp8 / tg64 1.03 / 1.02 / 1.02 (the
+// unchanged path: noise). Under 16 tokens a pass streams its weights from
+// DRAM, and two streams per thread (each half its range) fed it worse than
+// one; with adjacent groups paired, tg64 fell to 0.62.
+constexpr size_t kPairTokens = 16;
+
 // Y[t0..t1) for weight rows [r0, r1).
 void multiply_rows(const DotKernel& k, const WeightMatrix& w, const uint8_t* act, size_t act_bytes, const float* scales,
                    size_t sc_floats, size_t r0, size_t r1, size_t t0, size_t t1, float* y) {
   if (w.layout == Layout::Rows8) {  // groups of 8 rows (kernels/rows8.h), up to k.rows8_tokens per pass
-    for (size_t r = r0; r < r1; r += kRows8)
-      for (size_t t = t0; t < t1; t += k.rows8_tokens)
-        k.rows8(w.data + r * w.row_bytes, act + t * act_bytes, act_bytes, scales + t * sc_floats, sc_floats,
-                std::min(k.rows8_tokens, t1 - t), w.cols, y + t * w.rows + r, w.rows);
+    auto tokens = [&](auto&& call) {
+      for (size_t t = t0; t < t1; t += k.rows8_tokens) call(t, std::min(k.rows8_tokens, t1 - t));
+    };
+    // From kPairTokens tokens on, group i with group i + half where the
+    // kernel set pairs them: two sequential streams of half the range each,
+    // with the same bits as rows8.
+    const size_t groups = (r1 - r0) / kRows8, half = k.rows16 && t1 - t0 >= kPairTokens ? groups / 2 : 0;
+    for (size_t i = 0; i < half; ++i) {
+      const size_t r = r0 + i * kRows8;
+      tokens([&](size_t t, size_t nt) {
+        k.rows16(w.data + r * w.row_bytes, half * kRows8 * w.row_bytes, act + t * act_bytes, act_bytes,
+                 scales + t * sc_floats, sc_floats, nt, w.cols, y + t * w.rows + r, half * kRows8, w.rows);
+      });
+    }
+    for (size_t r = r0 + 2 * half * kRows8; r < r1; r += kRows8)
+      tokens([&](size_t t, size_t nt) {
+        k.rows8(w.data + r * w.row_bytes, act + t * act_bytes, act_bytes, scales + t * sc_floats, sc_floats, nt,
+                w.cols, y + t * w.rows + r, w.rows);
+      });
     return;
   }
   float out[4];

@@ -196,7 +196,8 @@ TEST(Matmul, SharedInputEqualsSeparateCalls) {
 
 // The rows-of-8 layout (kernels/rows8.h): every (row, token) result equals
 // the scalar reference on the GGUF row bit for bit, for any token count and
-// thread count; and a re-laid-out row still dequantizes to the same values.
+// thread count, one group per kernel call or two; and a re-laid-out row
+// still dequantizes to the same values.
 TEST(Rows8, EqualsScalarReferenceBitwise) {
   for (Isa isa : available_isas()) {
     IsaGuard guard(isa);
@@ -204,7 +205,9 @@ TEST(Rows8, EqualsScalarReferenceBitwise) {
       const auto& info = tensor::dtype_info(t);
       const DotKernel& ref = dot_kernel(t, Isa::Scalar);
       const size_t per_block = std::max<size_t>(1, info.block_size / tensor::kQK);  // K-quants: 256-wide blocks
-      for (auto [rows, blocks] : {std::pair<size_t, size_t>{8, 1}, {24, 3}, {40, 19}}) {
+      // 1, 3, 5 and 6 groups of 8 rows: from 16 tokens on, groups go in
+      // pairs (DotKernel::rows16), some with one left over.
+      for (auto [rows, blocks] : {std::pair<size_t, size_t>{8, 1}, {24, 3}, {40, 19}, {48, 2}}) {
         const size_t cols = blocks * per_block * tensor::kQK;
         const auto wf = randn(rows * cols, uint32_t(rows + cols), 0.1f);
         std::vector<uint8_t> plain(rows * cols / info.block_size * info.block_bytes);
@@ -223,7 +226,7 @@ TEST(Rows8, EqualsScalarReferenceBitwise) {
           ASSERT_EQ(a, b) << info.name << " row " << r;
         }
         const size_t act_bytes = act_row_bytes(ref.act, cols);
-        for (size_t T : {1u, 2u, 3u, 4u, 5u, 9u, 70u}) {
+        for (size_t T : {1u, 2u, 3u, 4u, 5u, 9u, 16u, 33u, 70u}) {
           const auto x = randn(T * cols, uint32_t(T));
           std::vector<float> y(T * rows);
           ThreadPool pool(T % 2 ? 1 : 2);
@@ -285,7 +288,7 @@ TEST(Rows8, ExtremeQuantsEqualScalarReferenceBitwise) {
         WeightMatrix w{t, bytes.data(), rows, cols, plain.size() / rows};
         ASSERT_TRUE(relayout_rows8(w, bytes.data())) << info.name;
         for (float sign : {1.f, -1.f}) {
-          for (size_t T : {1u, 4u, 7u}) {
+          for (size_t T : {1u, 4u, 7u, 17u}) {  // 17: the two groups in one call (rows16)
             const std::vector<float> x(T * cols, sign);  // every activation quantizes to +-127
             std::vector<float> y(T * rows);
             ThreadPool pool(2);
