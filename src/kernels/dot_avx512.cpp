@@ -303,118 +303,124 @@ struct Q6_KVnni {
   }
 };
 
-// One group against NT tokens (up to 8): the block's 8 weight vectors are
-// loaded once and meet all NT activation rows. Each token's block sum runs
-// as two chains of 4 vpdpbusd, added at the end: as one chain of 8
-// dependent instructions it was latency-bound (q4_1 1536x576, 64 tokens, 1
-// thread: 542 -> 480 us), and 8 tokens per pass rather than 4 took it to 444.
-template <class K, int NT>
-void rows8_tokens(const uint8_t* group, const uint8_t* act, size_t a_stride, const float* scales, size_t s_stride,
-                  size_t n, float* y, size_t y_stride) {
+// The vector width of the rows-of-8 kernels below: one group in 8 lanes
+// (256-bit vectors) or two groups in 16 (512-bit, rows16), the second
+// `second` bytes after the first in the weights and `pair_rows` floats after
+// it in y. Every lane gets the same operations either way.
+template <int L>
+struct Lanes;
+template <>
+struct Lanes<8> {
+  using I = __m256i;
+  using F = __m256;
+  static I dp(I acc, I w, int32_t x) { return _mm256_dpbusd_epi32(acc, w, _mm256_set1_epi32(x)); }
+  static F to_float(I a, I b) { return _mm256_cvtepi32_ps(_mm256_add_epi32(a, b)); }
+  static F fnmadd(float a, float b, F c) { return _mm256_fnmadd_ps(_mm256_set1_ps(a), _mm256_set1_ps(b), c); }
+  template <class K>
+  static void load(const uint8_t* blk, size_t, I w[8]) { K::load(blk, w); }
+  template <class K>
+  static auto scales(const uint8_t* blk, size_t) { return K::scales(blk); }
+  static void prefetch(const uint8_t* blk, size_t, size_t bytes) { prefetch_ahead(blk, bytes); }
+  static void store(float* y, size_t, F acc) { _mm256_storeu_ps(y, acc); }
+};
+template <>
+struct Lanes<16> {
+  using I = __m512i;
+  using F = __m512;
+  static I dp(I acc, I w, int32_t x) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x)); }
+  // (zero-masked with every lane on: as in join)
+  static F to_float(I a, I b) { return _mm512_maskz_cvtepi32_ps(0xffff, _mm512_add_epi32(a, b)); }
+  static F fnmadd(float a, float b, F c) { return _mm512_fnmadd_ps(_mm512_set1_ps(a), _mm512_set1_ps(b), c); }
+  template <class K>
+  static void load(const uint8_t* blk, size_t second, I w[8]) {
+    __m256i lo[8], hi[8];
+    K::load(blk, lo);
+    K::load(blk + second, hi);
+    for (int i = 0; i < 8; ++i) w[i] = join(lo[i], hi[i]);
+  }
+  template <class K>
+  static auto scales(const uint8_t* blk, size_t second) { return K::scales(blk, blk + second); }
+  static void prefetch(const uint8_t* blk, size_t second, size_t bytes) {
+    prefetch_ahead(blk, bytes);
+    prefetch_ahead(blk + second, bytes);
+  }
+  // Lanes 0-7 to the first group's rows, 8-15 to the second's (masked stores
+  // touch only their lanes' bytes).
+  static void store(float* y, size_t pair_rows, F acc) {
+    _mm512_mask_storeu_ps(y, 0x00ff, acc);
+    _mm512_mask_storeu_ps(y + pair_rows - 8, 0xff00, acc);
+  }
+};
+
+// One group (L = 8) or two (L = 16) against NT tokens (up to 8): the block's
+// 8 weight vectors are loaded once and meet all NT activation rows. Each
+// token's block sum runs as two chains of 4 vpdpbusd, added at the end: as
+// one chain of 8 dependent instructions it was latency-bound (q4_1
+// 1536x576, 64 tokens, 1 thread: 542 -> 480 us), and 8 tokens per pass
+// rather than 4 took it to 444.
+//
+// Two groups per call (rows16) give every lane the operations one group
+// gives it, so the results are the same bits; what changes is that one
+// activation broadcast (and one broadcast of each of its scales) serves 16
+// rows instead of 8. With several tokens the 8-lane kernel ran 8 broadcast
+// loads and 2 scale loads per token and block next to its 8 vpdpbusd, and
+// perf's samples (matmul/q4_1:rows8/1536x576/tok:8, in cache) sat on the
+// broadcasts, at 33 multiply-adds per cycle against the probe's 63. In
+// cache, one thread (bench/alternate-micro, 5 rounds): 1536x576 at 4, 8 and
+// 64 tokens 33 -> 27, 59 -> 48, 491 -> 415 us; 576x1536 at 64 tokens
+// 505 -> 399 us; one token unchanged. matmul.cpp says from how many tokens
+// the engine pairs groups.
+template <class K, int L, int NT>
+void group_tokens(const uint8_t* group, size_t second, const uint8_t* act, size_t a_stride, const float* scales,
+                  size_t s_stride, size_t n, float* y, size_t pair_rows, size_t y_stride) {
+  using V = Lanes<L>;
   using A = typename K::A;
-  __m256 acc[NT];
+  typename V::F acc[NT];
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256 bias = _mm256_set1_ps(float(K::kBias));
+  for (int t = 0; t < NT; ++t) acc[t] = typename V::F{};
   for (size_t b = 0; b < n / kQK; ++b) {
     const uint8_t* blk = group + b * K::kBlockBytes;
-    prefetch_ahead(blk, K::kBlockBytes);
-    __m256i w[8];
-    K::load(blk, w);
-    const typename K::Scales s = K::scales(blk);
+    V::prefetch(blk, second, K::kBlockBytes);
+    typename V::I w[8];
+    V::template load<K>(blk, second, w);
+    const auto s = V::template scales<K>(blk, second);
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       const int8_t* qs = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b].qs;
       const float* xs = scales + size_t(t) * s_stride + 2 * b;
-      __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+      typename V::I s0{}, s1{};
 #pragma GCC unroll 8
       for (int i = 0; i < 8; i += 2) {
-        s0 = _mm256_dpbusd_epi32(s0, w[i], broadcast4(qs + 4 * i));
-        s1 = _mm256_dpbusd_epi32(s1, w[i + 1], broadcast4(qs + 4 * i + 4));
+        int32_t x0, x1;
+        std::memcpy(&x0, qs + 4 * i, 4);
+        std::memcpy(&x1, qs + 4 * i + 4, 4);
+        s0 = V::dp(s0, w[i], x0);
+        s1 = V::dp(s1, w[i + 1], x1);
       }
-      __m256 sumf = _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1));
-      if constexpr (K::kBias != 0) sumf = _mm256_fnmadd_ps(bias, _mm256_broadcast_ss(xs + 1), sumf);
+      typename V::F sumf = V::to_float(s0, s1);
+      if constexpr (K::kBias != 0) sumf = V::fnmadd(float(K::kBias), xs[1], sumf);
       acc[t] = K::accumulate(acc[t], sumf, s, xs);
     }
   }
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + size_t(t) * y_stride, acc[t]);
+  for (int t = 0; t < NT; ++t) V::store(y + size_t(t) * y_stride, pair_rows, acc[t]);
 }
 
 template <class K>
 void rows8(const void* group, const void* act, size_t a_stride, const float* scales, size_t s_stride, size_t n_tokens,
            size_t n, float* y, size_t y_stride) {
   with_tile_count<8>(n_tokens, [&]<int NT>() {
-    rows8_tokens<K, NT>(static_cast<const uint8_t*>(group), static_cast<const uint8_t*>(act), a_stride, scales, s_stride,
-                        n, y, y_stride);
+    group_tokens<K, 8, NT>(static_cast<const uint8_t*>(group), 0, static_cast<const uint8_t*>(act), a_stride, scales,
+                           s_stride, n, y, 0, y_stride);
   });
-}
-
-// Two groups (16 rows, the second `second` bytes after the first) against
-// NT tokens (up to 8), in 512-bit vectors: lane r < 8 is row r of the first
-// group, lane 8 + r row r of the second. Each lane does exactly what
-// rows8_tokens does for its row, so the results are the same bits. What
-// changes is that one activation broadcast (and one broadcast of each of its
-// scales) serves 16 rows instead of 8: with several tokens the 8-row kernel
-// ran 8 broadcast loads and 2 scale loads per token and block next to its 8
-// vpdpbusd, and perf's samples (matmul/q4_1:rows8/1536x576/tok:8, in cache)
-// sat on the broadcasts, at 33 multiply-adds per cycle against the probe's
-// 63. In cache, one thread (bench/alternate-micro, 5 rounds): 1536x576 at 4,
-// 8 and 64 tokens 33 -> 27, 59 -> 48, 491 -> 415 us; 576x1536 at 64 tokens
-// 505 -> 399 us; one token unchanged. matmul.cpp says from how many tokens
-// the engine pairs groups.
-template <class K, int NT>
-void rows16_tokens(const uint8_t* group, size_t second, const uint8_t* act, size_t a_stride, const float* scales,
-                   size_t s_stride, size_t n, float* y, size_t pair_rows, size_t y_stride) {
-  using A = typename K::A;
-  __m512 acc[NT];
-#pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const __m512 bias = _mm512_set1_ps(float(K::kBias));
-  for (size_t b = 0; b < n / kQK; ++b) {
-    const uint8_t* blk = group + b * K::kBlockBytes;
-    prefetch_ahead(blk, K::kBlockBytes);
-    prefetch_ahead(blk + second, K::kBlockBytes);
-    __m256i lo[8], hi[8];
-    K::load(blk, lo);
-    K::load(blk + second, hi);
-    __m512i w[8];
-    for (int i = 0; i < 8; ++i) w[i] = join(lo[i], hi[i]);
-    const auto s = K::scales(blk, blk + second);
-#pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) {
-      const int8_t* qs = reinterpret_cast<const A*>(act + size_t(t) * a_stride)[b].qs;
-      const float* xs = scales + size_t(t) * s_stride + 2 * b;
-      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; i += 2) {
-        int32_t x0, x1;
-        std::memcpy(&x0, qs + 4 * i, 4);
-        std::memcpy(&x1, qs + 4 * i + 4, 4);
-        s0 = _mm512_dpbusd_epi32(s0, w[i], _mm512_set1_epi32(x0));
-        s1 = _mm512_dpbusd_epi32(s1, w[i + 1], _mm512_set1_epi32(x1));
-      }
-      __m512 sumf = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_add_epi32(s0, s1));  // (zero-masked: as in join)
-      if constexpr (K::kBias != 0) sumf = _mm512_fnmadd_ps(bias, _mm512_set1_ps(xs[1]), sumf);
-      acc[t] = K::accumulate(acc[t], sumf, s, xs);
-    }
-  }
-#pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) {
-    // Lanes 0-7 to the first group's rows, 8-15 to the second's (masked
-    // stores touch only their lanes' bytes).
-    float* yt = y + size_t(t) * y_stride;
-    _mm512_mask_storeu_ps(yt, 0x00ff, acc[t]);
-    _mm512_mask_storeu_ps(yt + pair_rows - 8, 0xff00, acc[t]);
-  }
 }
 
 template <class K>
 void rows16(const void* group, size_t pair_bytes, const void* act, size_t a_stride, const float* scales,
             size_t s_stride, size_t n_tokens, size_t n, float* y, size_t pair_rows, size_t y_stride) {
   with_tile_count<8>(n_tokens, [&]<int NT>() {
-    rows16_tokens<K, NT>(static_cast<const uint8_t*>(group), pair_bytes, static_cast<const uint8_t*>(act), a_stride,
-                         scales, s_stride, n, y, pair_rows, y_stride);
+    group_tokens<K, 16, NT>(static_cast<const uint8_t*>(group), pair_bytes, static_cast<const uint8_t*>(act),
+                            a_stride, scales, s_stride, n, y, pair_rows, y_stride);
   });
 }
 
