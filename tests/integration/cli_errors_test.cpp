@@ -248,6 +248,9 @@ TEST(Cli, DemoShowsEverySection) {
                            "per-token latency by position", "## On this machine's roofline",
                            "## Where a cached decode step goes\n\n31 more cached steps",
                            "| weight matmuls (QKV, O, gate+up, down) |", "| attention over the KV cache |",
+                           "## Several tokens per pass: speculative decoding",
+                           "| code that repeats itself, 40 tokens | plain | --draft 4 |",
+                           "identical tokens with and without drafts: YES",
                            "## The same comparison for Llama-3.1-8B (bf16) on an H100 SXM, simulated"})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
 }
