@@ -183,9 +183,8 @@ bool print_speculative(const Loaded& l, const ModelOptions& mo, int n) {
     engine::Session session(*l.model, session_options(mo, l.model->config()));
     engine::GenerateOptions g = greedy(n);
     g.draft.max_tokens = draft;
-    Run out{engine::generate(session, prompt, g, [](int32_t) { return false; })};
-    for (const auto& st : session.trace().steps) out.passes += st.phase == engine::Phase::Decode;
-    return out;
+    engine::GenerateResult r = engine::generate(session, prompt, g, [](int32_t) { return false; });
+    return Run{std::move(r), session.trace().passes(engine::Phase::Decode)};
   };
   const Run plain = run(0), spec = run(kDraft);
   const bool same = plain.r.tokens == spec.r.tokens;

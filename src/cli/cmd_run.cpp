@@ -1,5 +1,4 @@
 // kvlab run: generate from a prompt, streaming the text, then report timings.
-#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -143,8 +142,7 @@ void run(const RunOptions& o) {
   if (r.stop == engine::StopReason::Context)
     std::fprintf(stderr, "kvlab: stopped: the context of %d tokens is full\n", session.options().n_ctx);
   if (g.draft.max_tokens > 0) {
-    const size_t passes = std::count_if(session.trace().steps.begin(), session.trace().steps.end(),
-                                        [](const engine::Step& st) { return st.phase == engine::Phase::Decode; });
+    const size_t passes = session.trace().passes(engine::Phase::Decode);
     std::fprintf(stderr, "speculative (ngram, up to %d drafts): %d of %d drafted tokens kept (%.0f%%) in %d verify passes; "
                  "%.2f tokens per decode pass\n", g.draft.max_tokens, r.accepted, r.drafted,
                  r.drafted ? 100.0 * r.accepted / r.drafted : 0.0, r.verify_passes,

@@ -55,7 +55,7 @@ GenerateResult generate(Session& s, std::span<const int32_t> prompt, const Gener
 
   if (opt.n_predict == 0) return r;
   int32_t id = sampler.sample(logits, s.history());
-  std::vector<int32_t> pass;
+  std::vector<int32_t> pass, context;  // reused: a verify pass's tokens; the drafter's view of the sequence
   while (emit(id)) {
     if (s.n_past() >= n_ctx) {  // no room to feed the sampled token back
       r.stop = StopReason::Context;
@@ -64,12 +64,12 @@ GenerateResult generate(Session& s, std::span<const int32_t> prompt, const Gener
     // Drafts after `id`, as many as the context and the token budget take.
     pass.assign(1, id);
     if (speculate) {
-      std::vector<int32_t> h(s.history().begin(), s.history().end());
-      h.push_back(id);
+      context.assign(s.history().begin(), s.history().end());
+      context.push_back(id);
       int room = std::min(opt.draft.max_tokens, n_ctx - s.n_past() - 1);
       room = std::min(room, s.options().max_batch - 1);
       if (opt.n_predict >= 0) room = std::min(room, opt.n_predict - int(r.tokens.size()));
-      const std::vector<int32_t> d = ngram_draft(h, room, opt.draft.ngram_max, opt.draft.ngram_min);
+      const std::vector<int32_t> d = ngram_draft(context, room, opt.draft.ngram_max, opt.draft.ngram_min);
       pass.insert(pass.end(), d.begin(), d.end());
     }
     if (pass.size() == 1) {

@@ -22,6 +22,11 @@ struct Step {
 struct Trace {
   std::vector<Step> steps;
   void clear() { steps.clear(); }
+  size_t passes(Phase p) const {
+    size_t n = 0;
+    for (const Step& s : steps) n += s.phase == p;
+    return n;
+  }
 };
 
 using Clock = std::chrono::steady_clock;

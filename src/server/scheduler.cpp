@@ -194,7 +194,7 @@ void Scheduler::admit() {
     const GenRequest& head = waiting_.front().req;
     const int budget = int(std::min<int64_t>(opt_.n_ctx, int64_t(head.prompt.size()) + std::max(head.max_tokens, 0)));
     // A scored prompt needs every position's logits: none may come from the cache.
-    const std::optional<int> reused = blocks_.admit(int(slot), head.prompt, budget, !(head.echo && head.logprobs >= 0));
+    const std::optional<int> reused = blocks_.admit(int(slot), head.prompt, budget, !head.scores_prompt());
     if (!reused) break;  // the head waits for blocks; nothing overtakes it
     Waiting w = std::move(waiting_.front());
     waiting_.pop_front();
@@ -215,7 +215,7 @@ void Scheduler::admit() {
       continue;  // the slot stays free
     }
     s->decoder = std::make_unique<tokenizer::StreamDecoder>(tok_);
-    if (s->prompt_scored()) s->prompt_logprobs.resize(s->tokens.size());
+    if (s->req.scores_prompt()) s->prompt_logprobs.resize(s->tokens.size());
     metrics_.observe_queue(ms_between(s->arrival, s->admitted) / 1e3);
     active_[slot] = std::move(s);
     ++running_;
@@ -247,7 +247,7 @@ void Scheduler::step() {
       // The last position's logits give the first token (none with
       // max_tokens 0); a scored prompt's others, its next token's logprob.
       const bool sample = pos + 1 == prompt && s->req.max_tokens > 0;
-      const bool logits = sample || (s->prompt_scored() && pos + 1 < prompt);
+      const bool logits = sample || (s->req.scores_prompt() && pos + 1 < prompt);
       batch_.push_back({s->req.prompt[size_t(pos)], pos, s->slot, logits});
       if (logits) rows_.push_back({s.get(), pos, sample});
     }
@@ -294,18 +294,12 @@ void Scheduler::step() {
   for (size_t i = 0; i < rows_.size(); ++i) {
     if (!rows_[i].sample) continue;
     Seq& s = *rows_[i].s;
-    if (s.prefilling) {
-      s.prefilling = false;
-      metrics_.add_tokens(int64_t(s.req.prompt.size()), 0, s.n_cached);
-      if (s.req.echo) echo_prompt(s);
-    }
+    if (s.prefilling) end_prefill(s);
     on_token(s, sampled_[i], std::move(sampled_logprobs_[i]));
   }
   for (Seq* s : silent) {
-    s->prefilling = false;
     s->first_token = s->last_token = Clock::now();  // the prompt's time is its answer's
-    metrics_.add_tokens(int64_t(s->req.prompt.size()), 0, s->n_cached);
-    echo_prompt(*s);
+    end_prefill(*s);
     s->text += s->decoder->flush();
     finish(*s, "length");
   }
@@ -322,10 +316,13 @@ TokenLogprobs Scheduler::logprob_entry(std::span<const float> row, int32_t id, i
   return lp;
 }
 
-void Scheduler::echo_prompt(Seq& s) {
+void Scheduler::end_prefill(Seq& s) {
+  s.prefilling = false;
+  metrics_.add_tokens(int64_t(s.req.prompt.size()), 0, s.n_cached);
+  if (!s.req.echo) return;
   for (size_t i = 0; i < s.req.prompt.size(); ++i) {
     const int32_t id = s.req.prompt[i];
-    if (s.prompt_scored()) {
+    if (s.req.scores_prompt()) {
       TokenLogprobs lp = std::move(s.prompt_logprobs[i]);
       lp.id = id;
       if (i == 0) lp.logprob = std::numeric_limits<double>::quiet_NaN();  // nothing before it predicts it

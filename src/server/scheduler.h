@@ -46,6 +46,7 @@ struct GenRequest {
   // logprobs every prompt token has its entry too (the first one's logprob
   // is NaN: nothing predicts it). max_tokens may then be 0.
   bool echo = false;
+  bool scores_prompt() const { return echo && logprobs >= 0; }  // every prompt position's logits are needed
 };
 
 // One generated token for the API's logprobs: its bytes, where its text
@@ -165,7 +166,6 @@ class Scheduler {
     size_t logprobs_sent = 0, piece_bytes = 0, counted_bytes = 0, counted_chars = 0;
     // echo with logprobs: the prompt's entries, filled as its chunks run.
     std::vector<TokenLogprobs> prompt_logprobs;
-    bool prompt_scored() const { return req.echo && req.logprobs >= 0; }
   };
   // What a logits row of a step is for.
   struct Row {
@@ -179,9 +179,10 @@ class Scheduler {
   void step();
   // Handles a freshly sampled token (may finish and free the sequence).
   void on_token(Seq& s, int32_t id, TokenLogprobs lp);
-  // The prompt's text (and its logprob entries) at the head of an echoing
-  // sequence's output, sent at once, once its prefill is done.
-  void echo_prompt(Seq& s);
+  // A sequence whose prompt has just been prefilled: counted, and with echo
+  // the prompt's text (and its logprob entries) sent at once at the head of
+  // its output.
+  void end_prefill(Seq& s);
   // A logprob entry for token `id` from its logits row (n alternatives).
   TokenLogprobs logprob_entry(std::span<const float> row, int32_t id, int n) const;
   void emit(Seq& s, bool final);
