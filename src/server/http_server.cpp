@@ -298,11 +298,24 @@ void HttpServer::routes() {
   });
 
   // The live measurements: loaded model, valid arguments, and no other
-  // measurement running (the lease clears lab_busy_ when the last copy goes,
-  // i.e. when the response, and with it a race's stream, is finished).
-  auto lab_lease = [this]() -> std::shared_ptr<std::atomic<bool>> {
+  // measurement running. The lease clears lab_busy_ when released or when
+  // its last copy goes (a race whose client left). A race releases it
+  // before its stream's last chunk: httplib drops the stream's provider only
+  // after that chunk is out, by when the client may have asked again.
+  // Released once: a later measurement's lease must not be cleared by this
+  // one's last copy going.
+  struct LabLease {
+    explicit LabLease(std::atomic<bool>* b) : busy(b) {}
+    ~LabLease() { release(); }
+    void release() {
+      if (held.exchange(false)) busy->store(false);
+    }
+    std::atomic<bool>* busy;
+    std::atomic<bool> held{true};
+  };
+  auto lab_lease = [this]() -> std::shared_ptr<LabLease> {
     if (lab_busy_.exchange(true)) return nullptr;
-    return {&lab_busy_, [](std::atomic<bool>* busy) { *busy = false; }};
+    return std::make_shared<LabLease>(&lab_busy_);
   };
   auto lab_ready = [this](httplib::Response& res) {
     if (ready_) return true;
@@ -353,6 +366,7 @@ void HttpServer::routes() {
     // race after at most the step in progress.
     res.set_chunked_content_provider("text/event-stream", [race, lease](size_t, httplib::DataSink& sink) {
       const std::string event = race->next();
+      if (race->done()) lease->release();  // the measurement is over; only the write is left
       if (!sink.write(event.data(), event.size())) return false;
       if (race->done()) sink.done();
       return true;
