@@ -183,13 +183,7 @@ void add_run_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("-l,--logit-bias", o->logit_bias, "ID+BIAS or ID-BIAS (-inf bans the token); repeatable");
   app->add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
-  app->add_option("--draft", o->draft.max_tokens,
-                  "speculative decoding: draft up to N tokens per step by prompt lookup (0: off); same tokens, fewer passes")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
-  app->add_option("--draft-ngram", o->draft.ngram_max, "the longest context suffix that --draft looks up")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
+  add_draft_options(*app, o->draft);
   app->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
   app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (ChatML, Gemma or Llama 3, from its GGUF)");
   app->add_flag("--json", o->json, "print one JSON object with the text, ids and timings instead");

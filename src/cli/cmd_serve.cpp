@@ -26,6 +26,7 @@ struct ServeOptions {
   int max_queue = 32;
   int prefill_chunk = 128;
   int kv_blocks = 0;
+  engine::DraftOptions draft;
   std::string api_key;
 };
 
@@ -49,6 +50,7 @@ void serve(const ServeOptions& o) {
   so.sched.max_queue = o.max_queue;
   so.sched.prefill_chunk = o.prefill_chunk;
   so.sched.kv_blocks = o.kv_blocks;
+  so.sched.draft = o.draft;
   so.sched.n_threads = o.model.threads;
   so.sched.kv_type = *tensor::parse_dtype(o.model.kv_type);
   so.sched.n_ctx = o.model.n_ctx;  // resolved after loading when 0
@@ -118,6 +120,7 @@ void add_serve_command(CLI::App& root) {
   app->add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per batch (chunked prefill)")
       ->capture_default_str()
       ->check(CLI::Range(1, 8192));
+  add_draft_options(*app, o->draft);
   app->callback([o] { serve(*o); });
 }
 

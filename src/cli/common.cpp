@@ -71,6 +71,16 @@ void add_model_option(CLI::App& app, ModelOptions& o) {
   add_residency_option(app, o.mmap);
 }
 
+void add_draft_options(CLI::App& app, engine::DraftOptions& o) {
+  app.add_option("--draft", o.max_tokens,
+                 "speculative decoding: draft up to N tokens per step by prompt lookup (0: off); same tokens, fewer passes")
+      ->check(CLI::Range(0, engine::kMaxDraftTokens))
+      ->capture_default_str();
+  app.add_option("--draft-ngram", o.ngram_max, "the longest context suffix that --draft looks up")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+}
+
 void add_session_options(CLI::App& app, ModelOptions& o) {
   app.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(training context, 4096))")
       ->capture_default_str()->check(non_negative_number());

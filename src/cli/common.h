@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/ngram_draft.h"
 #include "engine/session.h"
 #include "model/model.h"
 #include "perf/roofline.h"
@@ -33,6 +34,7 @@ void add_model_option(CLI::App& app, ModelOptions& o);  // -m --mmap
 void add_residency_option(CLI::App& app, bool& mmap);   // --mmap
 gguf::Residency residency(bool mmap);
 void add_session_options(CLI::App& app, ModelOptions& o);  // -c -t --no-kv-cache --kv-type
+void add_draft_options(CLI::App& app, engine::DraftOptions& o);  // --draft --draft-ngram
 
 struct Loaded {
   std::unique_ptr<model::Model> model;

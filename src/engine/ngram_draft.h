@@ -11,6 +11,8 @@
 
 namespace kvlab::engine {
 
+constexpr int kMaxDraftTokens = 64;  // --draft's limit
+
 struct DraftOptions {
   int max_tokens = 0;  // tokens drafted per step (--draft); 0: no speculation
   int ngram_max = 3;   // the longest suffix looked up (--draft-ngram)
@@ -20,9 +22,10 @@ struct DraftOptions {
 };
 
 // The tokens that followed the most recent earlier occurrence of the
-// longest suffix of `history` (ngram_max tokens down to ngram_min) that
-// occurred before: at most `max_tokens` of them, and none when no suffix of
-// those lengths has occurred before.
+// longest suffix of `history` (ngram_max tokens down to ngram_min, or
+// ngram_max alone when it is the shorter) that occurred before: at most
+// `max_tokens` of them, and none when no suffix of those lengths has
+// occurred before.
 std::vector<int32_t> ngram_draft(std::span<const int32_t> history, int max_tokens, int ngram_max, int ngram_min);
 
 }  // namespace kvlab::engine

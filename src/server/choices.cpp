@@ -64,6 +64,8 @@ Timings Choices::timings() const {
     const Timings u = handles_[i]->timings();
     t.completion_tokens += u.completion_tokens;
     t.sequences += u.sequences;
+    t.drafted += u.drafted;
+    t.draft_accepted += u.draft_accepted;
     t.queue_ms = std::max(t.queue_ms, u.queue_ms);
     t.prompt_ms = std::max(t.prompt_ms, u.prompt_ms);
     t.decode_ms = std::max(t.decode_ms, u.decode_ms);

@@ -55,6 +55,12 @@ void Metrics::add_tokens(int64_t prompt, int64_t generated, int64_t cached) {
   cached_tokens_ += cached;
 }
 
+void Metrics::add_drafts(int64_t drafted, int64_t accepted) {
+  std::lock_guard l(mu_);
+  drafted_tokens_ += drafted;
+  accepted_tokens_ += accepted;
+}
+
 void Metrics::request_finished(const std::string& r) {
   std::lock_guard l(mu_);
   if (r == "stop") ++finished_stop_;
@@ -86,6 +92,9 @@ std::string Metrics::render() const {
   counter("kvlab_prompt_tokens_total", "Prompt tokens processed.", prompt_tokens_);
   counter("kvlab_generation_tokens_total", "Tokens generated.", generation_tokens_);
   counter("kvlab_cached_prompt_tokens_total", "Prompt tokens served from the KV cache (prefix reuse).", cached_tokens_);
+  counter("kvlab_spec_draft_tokens_total", "Draft tokens verified by speculative decoding (--draft).", drafted_tokens_);
+  counter("kvlab_spec_accepted_tokens_total", "Draft tokens kept: tokens gained without a decode pass of their own.",
+          accepted_tokens_);
   out +=
       "# HELP kvlab_requests_total Finished requests by outcome.\n# TYPE kvlab_requests_total counter\n"
       "kvlab_requests_total{finish_reason=\"stop\"} " + std::to_string(finished_stop_) + "\n"

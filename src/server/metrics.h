@@ -1,6 +1,6 @@
 // Server metrics in the Prometheus text exposition format: latency
 // histograms (TTFT, inter-token, end-to-end, queue time), token and request
-// counters, and gauges (running / waiting requests, KV cache blocks, prefix
+// counters (speculative decoding's drafts among them), and gauges (running / waiting requests, KV cache blocks, prefix
 // cache hits)
 // sampled from the scheduler when /metrics is scraped. Thread-safe.
 #pragma once
@@ -46,6 +46,7 @@ class Metrics {
   void observe_itl(double s);
   void observe_e2e(double s);
   void add_tokens(int64_t prompt, int64_t generated, int64_t cached = 0);
+  void add_drafts(int64_t drafted, int64_t accepted);  // speculative decoding
   void request_finished(const std::string& finish_reason);  // stop | length | cancelled | error
   void request_rejected();                                    // queue full (503)
   // Called at render time for the gauges.
@@ -56,6 +57,7 @@ class Metrics {
   mutable std::mutex mu_;
   Histogram queue_, ttft_, itl_, e2e_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
+  int64_t drafted_tokens_ = 0, accepted_tokens_ = 0;
   int64_t finished_stop_ = 0, finished_length_ = 0, cancelled_ = 0, errors_ = 0, rejected_ = 0;
   std::function<Gauges()> gauges_;
 };

@@ -312,7 +312,7 @@ json usage_json(const Timings& t) {
 
 json timings_json(const Timings& t) {
   const int decoded = std::max(0, t.completion_tokens - t.sequences);  // each first token comes from a prefill
-  return {{"queue_ms", t.queue_ms},
+  json j = {{"queue_ms", t.queue_ms},
           {"prompt_n", t.prompt_tokens},
           {"prompt_ms", t.prompt_ms},
           {"prompt_per_second", t.prompt_ms > 0 ? t.prompt_tokens * 1e3 / t.prompt_ms : 0.0},
@@ -321,6 +321,11 @@ json timings_json(const Timings& t) {
           {"predicted_n", decoded},
           {"predicted_ms", t.decode_ms},
           {"predicted_per_second", t.decode_ms > 0 ? decoded * 1e3 / t.decode_ms : 0.0}};
+  if (t.drafted > 0) {  // speculative decoding, under llama.cpp server's names
+    j["draft_n"] = t.drafted;
+    j["draft_n_accepted"] = t.draft_accepted;
+  }
+  return j;
 }
 
 json logprobs_json(const ParsedRequest& r, const std::vector<TokenLogprobs>& lps) {

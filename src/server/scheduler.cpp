@@ -77,6 +77,9 @@ SchedulerOptions checked(SchedulerOptions o) {
   if (o.n_seq < 1) throw Error("--parallel must be >= 1");
   if (o.n_ctx < 2) throw Error("context size must be >= 2");
   o.prefill_chunk = std::clamp(o.prefill_chunk, 1, o.n_ctx);
+  if (o.draft.max_tokens < 0 || o.draft.max_tokens > engine::kMaxDraftTokens)
+    throw Error("--draft must be 0 to " + std::to_string(engine::kMaxDraftTokens));
+  if (o.draft.ngram_max < 1) throw Error("--draft-ngram must be at least 1");
   // At least one full context, or a long request could never be admitted.
   const int min_blocks = kv::Cache::blocks_for(o.n_ctx);
   if (o.kv_blocks <= 0) o.kv_blocks = o.n_seq * min_blocks;
@@ -96,10 +99,10 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
       pool_(opt_.n_threads),
       cache_(model.config(), opt_.n_ctx, opt_.n_seq, opt_.kv_type, opt_.kv_blocks),
       blocks_(cache_),
-      ws_(model.config(), opt_.prefill_chunk + opt_.n_seq, opt_.n_ctx, opt_.n_threads),
+      ws_(model.config(), opt_.prefill_chunk + opt_.n_seq * (1 + opt_.draft.max_tokens), opt_.n_ctx, opt_.n_threads),
       logits_(size_t(model.config().n_vocab) * size_t(opt_.n_seq)),
       active_(size_t(opt_.n_seq)) {
-  batch_.reserve(size_t(opt_.prefill_chunk + opt_.n_seq));
+  batch_.reserve(size_t(ws_.max_tokens()));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -230,11 +233,24 @@ void Scheduler::step() {
 
   batch_.clear();
   rows_.clear();
+  size_t n_rows = 0;  // logits rows so far
   std::vector<std::pair<Seq*, int>> advanced;
   for (auto& s : active_) {
     if (!s || s->prefilling) continue;
+    // Drafts for what follows tokens.back(), as many as the tokens still
+    // wanted after it and the context take (the pass writes positions
+    // n_past .. n_past + drafts; the blocks admitted cover max_tokens).
+    s->draft.clear();
+    if (opt_.draft.max_tokens > 0) {
+      const int room = std::min({opt_.draft.max_tokens, s->req.max_tokens - s->n_generated - 1,
+                                 opt_.n_ctx - s->n_past - 1});
+      s->draft = engine::ngram_draft(s->tokens, room, opt_.draft.ngram_max, opt_.draft.ngram_min);
+    }
     batch_.push_back({s->tokens.back(), s->n_past, s->slot, true});
-    rows_.push_back({s.get(), s->n_past, true});
+    for (size_t i = 0; i < s->draft.size(); ++i)
+      batch_.push_back({s->draft[i], s->n_past + 1 + int(i), s->slot, true});
+    rows_.push_back({s.get(), s->n_past, true, n_rows, int(s->draft.size())});
+    n_rows += 1 + s->draft.size();
     advanced.push_back({s.get(), 1});
   }
   int budget = opt_.prefill_chunk;
@@ -249,7 +265,7 @@ void Scheduler::step() {
       const bool sample = pos + 1 == prompt && s->req.max_tokens > 0;
       const bool logits = sample || (s->req.scores_prompt() && pos + 1 < prompt);
       batch_.push_back({s->req.prompt[size_t(pos)], pos, s->slot, logits});
-      if (logits) rows_.push_back({s.get(), pos, sample});
+      if (logits) rows_.push_back({s.get(), pos, sample, n_rows++});
     }
     advanced.push_back({s.get(), n});
     budget -= n;
@@ -257,7 +273,7 @@ void Scheduler::step() {
   if (batch_.empty()) return;
 
   const size_t n_vocab = size_t(model_.config().n_vocab);
-  if (logits_.size() < rows_.size() * n_vocab) logits_.resize(rows_.size() * n_vocab);
+  if (logits_.size() < n_rows * n_vocab) logits_.resize(n_rows * n_vocab);
   try {
     model_.forward(batch_, cache_, ws_, pool_, logits_.data());
   } catch (const std::exception& e) {
@@ -273,29 +289,43 @@ void Scheduler::step() {
     if (s->prefilling && s->req.max_tokens == 0 && s->n_past == int(s->req.prompt.size())) silent.push_back(s);
   }
 
-  // Each sequence samples from its own logits row with its own sampler (and
-  // random stream), so the rows are sampled on the pool's threads at once:
+  // Each sequence samples from its own logits rows with its own sampler (and
+  // random stream), so the runs are sampled on the pool's threads at once:
   // a 49152-token vocabulary per sequence, done one after another, left the
   // other core idle for ~4% of a batch of 8's step.
   sampled_.resize(rows_.size());
   sampled_logprobs_.resize(rows_.size());
   pool_.run(rows_.size(), [&](size_t i, int) {
     const Row& r = rows_[i];
-    const std::span<const float> row(logits_.data() + i * n_vocab, n_vocab);
     if (!r.sample) {  // a prompt token's entry
+      const std::span<const float> row(logits_.data() + r.first * n_vocab, n_vocab);
       const size_t next = size_t(r.pos) + 1;
       r.s->prompt_logprobs[next] = logprob_entry(row, r.s->req.prompt[next], r.s->req.logprobs);
       return;
     }
-    const int32_t id = r.s->sampler->sample(row, r.s->tokens);
-    sampled_[i] = id;
-    if (const int n = r.s->req.logprobs; n >= 0) sampled_logprobs_[i] = logprob_entry(row, id, n);
+    sample_run(r, sampled_[i], sampled_logprobs_[i]);
   });
   for (size_t i = 0; i < rows_.size(); ++i) {
     if (!rows_[i].sample) continue;
-    Seq& s = *rows_[i].s;
-    if (s.prefilling) end_prefill(s);
-    on_token(s, sampled_[i], std::move(sampled_logprobs_[i]));
+    Seq* s = rows_[i].s;
+    const int slot = s->slot;
+    if (s->prefilling) end_prefill(*s);
+    const std::vector<int32_t>& ids = sampled_[i];
+    std::vector<TokenLogprobs>& lps = sampled_logprobs_[i];
+    const int kept = int(ids.size()) - 1;
+    s->drafted += rows_[i].drafts;
+    s->draft_accepted += kept;
+    metrics_.add_drafts(rows_[i].drafts, kept);
+    for (size_t j = 0; j < ids.size(); ++j) {
+      if (j > 0) ++s->n_past;  // the draft kept before this token holds its KV now
+      on_token(*s, ids[j], lps.empty() ? TokenLogprobs{} : std::move(lps[j]));
+      if (!active_[size_t(slot)]) break;  // finished (and freed)
+    }
+    if (active_[size_t(slot)] && rows_[i].drafts > 0) {
+      // Rejected drafts' rows are past n_past: the next pass overwrites them.
+      cache_.set_used(slot, s->n_past);
+      blocks_.commit(slot, s->tokens, s->n_past);
+    }
   }
   for (Seq* s : silent) {
     s->first_token = s->last_token = Clock::now();  // the prompt's time is its answer's
@@ -304,6 +334,24 @@ void Scheduler::step() {
     finish(*s, "length");
   }
   publish_kv_stats();
+}
+
+void Scheduler::sample_run(const Row& r, std::vector<int32_t>& ids, std::vector<TokenLogprobs>& lps) {
+  Seq& s = *r.s;
+  const size_t n_vocab = size_t(model_.config().n_vocab), base = s.tokens.size();
+  ids.clear();
+  lps.clear();
+  // Row j follows the drafts before it: its token is sampled on the history
+  // with them, as plain decoding would once they were kept.
+  for (size_t j = 0;; ++j) {
+    const std::span<const float> row(logits_.data() + (r.first + j) * n_vocab, n_vocab);
+    const int32_t id = s.sampler->sample(row, s.tokens);
+    ids.push_back(id);
+    if (const int n = s.req.logprobs; n >= 0) lps.push_back(logprob_entry(row, id, n));
+    if (j == size_t(r.drafts) || id != s.draft[j]) break;
+    s.tokens.push_back(id);
+  }
+  s.tokens.resize(base);
 }
 
 TokenLogprobs Scheduler::logprob_entry(std::span<const float> row, int32_t id, int n) const {
@@ -412,6 +460,8 @@ void Scheduler::finish(Seq& s, const std::string& reason, const std::string& err
   t.prompt_tokens = int(s.req.prompt.size());
   t.cached_tokens = s.n_cached;
   t.completion_tokens = s.n_generated;
+  t.drafted = s.drafted;
+  t.draft_accepted = s.draft_accepted;
   t.queue_ms = ms_between(s.arrival, s.admitted);
   if (s.first_token != Clock::time_point{}) {
     t.prompt_ms = ms_between(s.admitted, s.first_token);

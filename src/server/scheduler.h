@@ -6,6 +6,13 @@
 // each sequence that produced logits and hands the new text to the request's
 // handle, which the HTTP handler thread waits on.
 //
+// Speculative decoding (--draft, engine/ngram_draft.h): a decoding
+// sequence's entry may come with prompt-lookup drafts at the positions after
+// it. Its rows are sampled in order, each on the history with the drafts
+// before it, and kept while they are the draft; the KV rows of rejected
+// drafts lie past n_past and are overwritten by the next pass. Logits do not
+// depend on the batch, so the tokens are those of plain decoding.
+//
 // KV memory is a pool of 16-position blocks (kv::BlockManager). A request is
 // admitted only when the pool can give it blocks for its whole budget
 // (prompt + max_tokens, capped by the context), so a running sequence never
@@ -25,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/ngram_draft.h"
 #include "kv/block_manager.h"
 #include "model/model.h"
 #include "sample/sampler.h"
@@ -76,6 +84,8 @@ struct Timings {
   double decode_ms = 0;   // first token -> last token
   double ttft_ms = 0;     // arrival -> first token
   int sequences = 1;      // choices summed into these (server/choices.h), each with a first token from its prefill
+  int drafted = 0;        // speculative decoding: tokens drafted, and those kept
+  int draft_accepted = 0;
 };
 
 // Shared between the scheduler (producer) and one HTTP handler (consumer).
@@ -123,6 +133,10 @@ struct SchedulerOptions {
   int max_queue = 64;        // waiting requests beyond the slots; more: rejected
   tensor::DType kv_type = tensor::DType::F16;
   int kv_blocks = 0;         // KV pool size in 16-position blocks; 0: n_seq full contexts
+  // Speculative decoding (--draft): each decoding sequence's pass also
+  // carries up to draft.max_tokens prompt-lookup drafts, kept while they are
+  // what it samples, so its tokens are those of plain decoding.
+  engine::DraftOptions draft;
 };
 
 class Scheduler {
@@ -166,17 +180,26 @@ class Scheduler {
     size_t logprobs_sent = 0, piece_bytes = 0, counted_bytes = 0, counted_chars = 0;
     // echo with logprobs: the prompt's entries, filled as its chunks run.
     std::vector<TokenLogprobs> prompt_logprobs;
+    std::vector<int32_t> draft;   // this step's drafts: the tokens fed after tokens.back()
+    int drafted = 0, draft_accepted = 0;
   };
-  // What a logits row of a step is for.
+  // What a run of logits rows of a step is for: one row, or with drafts one
+  // row for the fed token and one per draft.
   struct Row {
     Seq* s;
-    int pos;      // the position whose logits these are
-    bool sample;  // the next token is sampled from it (else: a prompt token's logprob)
+    int pos;         // the position whose logits the first row is
+    bool sample;     // the next token is sampled from it (else: a prompt token's logprob)
+    size_t first;    // its first logits row
+    int drafts = 0;  // rows after the first, those of s->draft
   };
 
   void loop();
   void admit();
   void step();
+  // Samples row run `r` in turn while the drafts are kept: the tokens it
+  // gives (the kept drafts, then the first that is not a draft) with their
+  // logprob entries where asked for.
+  void sample_run(const Row& r, std::vector<int32_t>& ids, std::vector<TokenLogprobs>& lps);
   // Handles a freshly sampled token (may finish and free the sequence).
   void on_token(Seq& s, int32_t id, TokenLogprobs lp);
   // A sequence whose prompt has just been prefilled: counted, and with echo
@@ -200,9 +223,9 @@ class Scheduler {
   model::Workspace ws_;
   std::vector<float> logits_;
   std::vector<model::BatchEntry> batch_;
-  std::vector<Row> rows_;         // one per logits row of a step
-  std::vector<int32_t> sampled_;  // one token per logits row of a step
-  std::vector<TokenLogprobs> sampled_logprobs_;  // and its logprobs, where asked for
+  std::vector<Row> rows_;                       // the logits rows of a step, in runs
+  std::vector<std::vector<int32_t>> sampled_;  // the tokens sampled from each run
+  std::vector<std::vector<TokenLogprobs>> sampled_logprobs_;  // and their logprobs, where asked for
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

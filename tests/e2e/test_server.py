@@ -1,4 +1,5 @@
 """End-to-end tests of `kvlab serve` (started by run.sh; URL in KVLAB_E2E_URL)."""
+import contextlib
 import json
 import os
 import socket
@@ -453,18 +454,18 @@ def test_api_simulate_and_diagnose():
     check_error(requests.post(URL + "/api/diagnose", data=b"[", headers={"Content-Type": "application/json"}), 400)
 
 
-# ---- a second server: API key, one slot, tiny queue ------------------------------
+# ---- more servers, each with options of its own --------------------------------
 
-@pytest.fixture(scope="module")
-def keyed_server():
+@contextlib.contextmanager
+def extra_server(*options):
+    """A `kvlab serve` of the e2e model on a free port with these options; its URL."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     proc = subprocess.Popen([os.environ.get("KVLAB_BIN", "build/kvlab"), "serve", "-m",
                              os.environ.get("KVLAB_E2E_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-                             "--port", str(port), "--parallel", "1", "--max-queue", "1", "-c", "8192",
-                             "--api-key", "sekrit"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--port", str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 60
@@ -482,6 +483,31 @@ def keyed_server():
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_speculative_decoding_server():
+    """`--draft`: the same text as the plain server, fewer decode passes, and the drafts in
+    the response's timings and in /metrics."""
+    body = {"model": MODEL_ID, "max_tokens": 48, "temperature": 0,
+            "prompt": "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):"}
+    plain = requests.post(URL + "/v1/completions", json=body, timeout=120).json()
+    assert "draft_n" not in plain["timings"]
+    with extra_server("--parallel", "2", "-c", "1024", "--draft", "4") as url:
+        spec = requests.post(url + "/v1/completions", json=body, timeout=120).json()
+        text = requests.get(url + "/metrics", timeout=10).text
+    assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
+    assert spec["usage"] == plain["usage"]
+    t = spec["timings"]
+    assert 0 < t["draft_n_accepted"] <= t["draft_n"], t
+    assert f"kvlab_spec_accepted_tokens_total {t['draft_n_accepted']}" in text
+    assert f"kvlab_spec_draft_tokens_total {t['draft_n']}" in text
+
+
+@pytest.fixture(scope="module")
+def keyed_server():
+    """API key, one slot, a tiny queue."""
+    with extra_server("--parallel", "1", "--max-queue", "1", "-c", "8192", "--api-key", "sekrit") as url:
+        yield url
 
 
 def test_api_key(keyed_server):

@@ -298,6 +298,100 @@ TEST(ServerScheduler, EchoScoresThePrompt) {
   EXPECT_EQ(h->timings().cached_tokens, int(r.prompt.size() - 1) / 16 * 16);  // whole blocks before the last token
 }
 
+// Speculative decoding (--draft) keeps every token a sequence would sample
+// without it: drafts are fed with the sampled token and kept only while each
+// row samples the draft, from logits that are the same bits as a plain decode
+// pass's, with one sampler call per token. So greedy and seeded sampled
+// requests, logprobs, stop strings and max_tokens ending inside a draft all
+// come out identical, batched with each other and with prompts still
+// prefilling, and the prefix cache, keyed as kept drafts fill blocks, serves
+// a second round of the same prompts with the same result.
+TEST(ServerScheduler, SpeculativeDecodingKeepsEveryToken) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  // No newline at the end: the model then continues the code itself.
+  const std::string code = "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):";
+  std::vector<server::GenRequest> reqs;
+  auto add = [&](const std::string& prompt, int max_tokens) -> server::GenRequest& {
+    reqs.push_back(greedy(lm, prompt));
+    reqs.back().max_tokens = max_tokens;
+    reqs.back().ignore_eos = true;
+    return reqs.back();
+  };
+  add(code, 40).logprobs = 2;
+  add("<li>apple</li>\n<li>banana</li>\n<li>cherry</li>\n<li>", 30);
+  server::GenRequest& sampled = add(code, 40);
+  // Sampled from the whole distribution (no top-p or min-p cut, which leave
+  // this model's confident code one candidate), with a frequency penalty,
+  // whose count of each token sees the kept drafts.
+  sampled.sampling.temperature = 0.7f;
+  sampled.sampling.top_p = 1.0f;
+  sampled.sampling.min_p = 0.0f;
+  sampled.sampling.frequency_penalty = 0.1f;
+  sampled.sampling.seed = 2;
+  sampled.logprobs = 1;
+  add("The cat sat on the mat. The cat sat on the mat. The cat", 7);  // drafts cut to the tokens still wanted
+  add(code, 60).stop = {"/ b"};
+
+  struct Out {
+    server::Handle::Update u;
+    server::Timings t;
+  };
+  auto run_all = [&](server::Scheduler& sched) {
+    std::vector<std::shared_ptr<server::Handle>> hs;
+    for (const server::GenRequest& r : reqs) {
+      hs.push_back(sched.submit(r));
+      EXPECT_TRUE(hs.back());
+    }
+    std::vector<Out> outs;
+    for (auto& h : hs) {
+      server::Handle::Update u = h->wait_all();
+      outs.push_back({std::move(u), h->timings()});
+    }
+    return outs;
+  };
+  server::SchedulerOptions so = pool_of(3, 256);  // five requests: two wait for a slot
+  so.prefill_chunk = 9;                            // prompts prefill next to running drafts
+  server::Metrics plain_metrics;
+  server::Scheduler plain(*lm.model, *lm.tok, so, plain_metrics);
+  const std::vector<Out> want = run_all(plain);
+
+  so.draft.max_tokens = 4;
+  server::Metrics metrics;
+  server::Scheduler spec(*lm.model, *lm.tok, so, metrics);
+  int drafted = 0, kept = 0;
+  for (int round = 0; round < 2; ++round) {
+    const std::vector<Out> got = run_all(spec);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i) + ", round " + std::to_string(round));
+      EXPECT_EQ(got[i].u.finish_reason, want[i].u.finish_reason);
+      EXPECT_EQ(got[i].u.text, want[i].u.text);
+      EXPECT_EQ(got[i].t.completion_tokens, want[i].t.completion_tokens);
+      ASSERT_EQ(got[i].u.logprobs.size(), want[i].u.logprobs.size());
+      for (size_t j = 0; j < got[i].u.logprobs.size(); ++j) {
+        const server::TokenLogprobs &a = got[i].u.logprobs[j], &b = want[i].u.logprobs[j];
+        EXPECT_EQ(a.id, b.id);
+        EXPECT_EQ(a.logprob, b.logprob);  // the same bits
+        EXPECT_EQ(a.text_offset, b.text_offset);
+        ASSERT_EQ(a.top.size(), b.top.size());
+        for (size_t k = 0; k < a.top.size(); ++k) EXPECT_EQ(a.top[k].id, b.top[k].id);
+      }
+      EXPECT_LE(got[i].t.draft_accepted, got[i].t.drafted);
+      drafted += got[i].t.drafted;
+      kept += got[i].t.draft_accepted;
+      EXPECT_EQ(want[i].t.drafted, 0);
+    }
+  }
+  EXPECT_EQ(want[4].u.finish_reason, "stop") << want[4].u.text;  // the stop string cuts it
+  // The repeating prompts were drafted for, and many drafts were kept.
+  EXPECT_GT(kept, 40);
+  EXPECT_GT(drafted, kept);
+  const std::string m = metrics.render();
+  EXPECT_NE(m.find("kvlab_spec_draft_tokens_total " + std::to_string(drafted)), std::string::npos);
+  EXPECT_NE(m.find("kvlab_spec_accepted_tokens_total " + std::to_string(kept)), std::string::npos);
+  EXPECT_GT(spec.gauges().prefix_hits, 0);
+  EXPECT_EQ(spec.gauges().kv_blocks_used, 0);
+}
+
 TEST(ServerOpenAiApi, Errors) {
   using server::Endpoint;
   EXPECT_EQ(parse_error(Endpoint::Completions, "{oops").status, 400);

@@ -26,6 +26,8 @@ TEST(NgramDraft, FallsBackToShorterSuffixes) {
   const Ids h = {1, 2, 3, 9, 3};  // (9 3) and (3 9 3) never occurred before; (3) did, followed by 9
   EXPECT_EQ(ngram_draft(h, 4, 3, 1), (Ids{9, 3}));
   EXPECT_TRUE(ngram_draft(h, 4, 3, 2).empty());
+  // A longest suffix shorter than the shortest: that length alone (--draft-ngram 1).
+  EXPECT_EQ(ngram_draft(h, 4, 1, 2), (Ids{9, 3}));
 }
 
 TEST(NgramDraft, RepeatsAPeriod) {
