@@ -181,8 +181,21 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   for (const char* name : {"tools", "functions"})
     if (const json* t = field(j, name); t && !(t->is_array() && t->empty()))
       fail(std::string("'") + name + "' (tool calling) is not supported", name, "unsupported_parameter");
-  if (const json* rf = field(j, "response_format"); rf && !(rf->is_object() && rf->value("type", "text") == "text"))
-    fail("only response_format {\"type\": \"text\"} is supported", "response_format", "unsupported_parameter");
+  // response_format: "text", or OpenAI's JSON mode (the reply is one JSON
+  // object: sample/json_mode.h). Structured outputs against a schema are not
+  // implemented.
+  if (const json* rf = field(j, "response_format")) {
+    const json* type = rf->is_object() ? field(*rf, "type") : nullptr;
+    if (!type || !type->is_string())
+      fail("'response_format' must be an object with a string 'type'", "response_format", "invalid_type");
+    const std::string t = type->get<std::string>();
+    if (t == "json_object") r.gen.json_object = true;
+    else if (t == "json_schema")
+      fail("response_format json_schema is not supported; json_object (JSON mode) is", "response_format",
+           "unsupported_parameter");
+    else if (t != "text")
+      fail("response_format type must be text or json_object, got '" + t + "'", "response_format", "invalid_value");
+  }
   r.stream = boolean(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) fail("'stream_options' must be an object", "stream_options", "invalid_type");

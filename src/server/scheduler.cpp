@@ -94,6 +94,7 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
                      Metrics& metrics)
     : model_(model),
       tok_(tok),
+      json_vocab_(tok),
       opt_(checked(opt)),
       metrics_(metrics),
       pool_(opt_.n_threads),
@@ -219,6 +220,7 @@ void Scheduler::admit() {
     }
     s->decoder = std::make_unique<tokenizer::StreamDecoder>(tok_);
     if (s->req.scores_prompt()) s->prompt_logprobs.resize(s->tokens.size());
+    if (s->req.json_object) s->json.emplace();
     metrics_.observe_queue(ms_between(s->arrival, s->admitted) / 1e3);
     active_[slot] = std::move(s);
     ++running_;
@@ -309,8 +311,12 @@ void Scheduler::step() {
     if (!rows_[i].sample) continue;
     Seq* s = rows_[i].s;
     const int slot = s->slot;
-    if (s->prefilling) end_prefill(*s);
     const std::vector<int32_t>& ids = sampled_[i];
+    if (ids.empty()) {  // JSON mode at a state no token of the vocabulary continues
+      finish(*s, "error", "response_format json_object: no token of this model's vocabulary continues the JSON");
+      continue;
+    }
+    if (s->prefilling) end_prefill(*s);
     std::vector<TokenLogprobs>& lps = sampled_logprobs_[i];
     const int kept = int(ids.size()) - 1;
     s->drafted += rows_[i].drafts;
@@ -345,7 +351,14 @@ void Scheduler::sample_run(const Row& r, std::vector<int32_t>& ids, std::vector<
   // with them, as plain decoding would once they were kept.
   for (size_t j = 0;; ++j) {
     const std::span<const float> row(logits_.data() + (r.first + j) * n_vocab, n_vocab);
-    const int32_t id = s.sampler->sample(row, s.tokens);
+    std::span<const float> drawn = row;
+    if (s.json) {  // the draw sees only the tokens the grammar takes; logprobs stay the model's
+      s.masked.assign(row.begin(), row.end());
+      if (json_vocab_.mask(*s.json, s.masked) == 0) break;  // no token continues: on_token is not reached
+      drawn = s.masked;
+    }
+    const int32_t id = s.sampler->sample(drawn, s.tokens);
+    if (s.json) s.json->feed(json_vocab_.bytes(id));
     ids.push_back(id);
     if (const int n = s.req.logprobs; n >= 0) lps.push_back(logprob_entry(row, id, n));
     if (j == size_t(r.drafts) || id != s.draft[j]) break;
@@ -418,6 +431,11 @@ void Scheduler::on_token(Seq& s, int32_t id, TokenLogprobs lp) {
       finish(s, "stop");
       return;
     }
+  }
+  if (s.json && s.json->complete()) {  // the object has closed: nothing may follow it
+    s.text += s.decoder->flush();
+    finish(s, "stop");
+    return;
   }
   if (s.n_generated >= s.req.max_tokens || s.n_past + 1 > opt_.n_ctx) {
     s.text += s.decoder->flush();

@@ -35,6 +35,7 @@
 #include "engine/ngram_draft.h"
 #include "kv/block_manager.h"
 #include "model/model.h"
+#include "sample/json_mode.h"
 #include "sample/sampler.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
@@ -55,6 +56,10 @@ struct GenRequest {
   // is NaN: nothing predicts it). max_tokens may then be 0.
   bool echo = false;
   bool scores_prompt() const { return echo && logprobs >= 0; }  // every prompt position's logits are needed
+  // JSON mode (response_format json_object): every token keeps the text the
+  // start of a JSON object (sample/json_mode.h), and the reply ends, "stop",
+  // when the object closes.
+  bool json_object = false;
 };
 
 // One generated token for the API's logprobs: its bytes, where its text
@@ -180,6 +185,8 @@ class Scheduler {
     size_t logprobs_sent = 0, piece_bytes = 0, counted_bytes = 0, counted_chars = 0;
     // echo with logprobs: the prompt's entries, filled as its chunks run.
     std::vector<TokenLogprobs> prompt_logprobs;
+    std::optional<sample::JsonPrefix> json;  // JSON mode: the text so far, as the grammar has it
+    std::vector<float> masked;    // JSON mode: a logits row with the tokens it refuses at -inf
     std::vector<int32_t> draft;   // this step's drafts: the tokens fed after tokens.back()
     int drafted = 0, draft_accepted = 0;
   };
@@ -198,7 +205,8 @@ class Scheduler {
   void step();
   // Samples row run `r` in turn while the drafts are kept: the tokens it
   // gives (the kept drafts, then the first that is not a draft) with their
-  // logprob entries where asked for.
+  // logprob entries where asked for; in JSON mode, each drawn among the
+  // tokens the grammar takes (none: JSON mode found no way on).
   void sample_run(const Row& r, std::vector<int32_t>& ids, std::vector<TokenLogprobs>& lps);
   // Handles a freshly sampled token (may finish and free the sequence).
   void on_token(Seq& s, int32_t id, TokenLogprobs lp);
@@ -215,6 +223,7 @@ class Scheduler {
 
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
+  const sample::JsonVocab json_vocab_;
   SchedulerOptions opt_;
   Metrics& metrics_;
   kernels::ThreadPool pool_;

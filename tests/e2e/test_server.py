@@ -94,6 +94,24 @@ def test_chat(client):
     assert c.usage.prompt_tokens > 10  # ChatML header + default system prompt
 
 
+def test_json_mode(client):
+    """response_format json_object: the reply is one JSON object, streamed or not; json_schema is refused."""
+    messages = [{"role": "user", "content": "What is the capital of France? Answer in JSON with the key \"answer\"."}]
+    r = client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=64, temperature=0,
+                                       response_format={"type": "json_object"})
+    assert r.choices[0].finish_reason == "stop"
+    assert isinstance(json.loads(r.choices[0].message.content), dict)
+    parts = [c.choices[0].delta.content or "" for c in client.chat.completions.create(
+        model=MODEL_ID, messages=messages, max_tokens=64, temperature=0, stream=True,
+        response_format={"type": "json_object"}) if c.choices]
+    assert "".join(parts) == r.choices[0].message.content
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=8,
+                                       response_format={"type": "json_schema",
+                                                        "json_schema": {"name": "a", "schema": {"type": "object"}}})
+    assert e.value.body["param"] == "response_format"
+
+
 def test_chat_stream_include_usage(client):
     messages = [{"role": "user", "content": "Name a colour."}]
     ref = client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=10, temperature=0)

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/log_softmax.h"
@@ -392,6 +393,99 @@ TEST(ServerScheduler, SpeculativeDecodingKeepsEveryToken) {
   EXPECT_EQ(spec.gauges().kv_blocks_used, 0);
 }
 
+// JSON mode's mask on the default model's vocabulary: at the start only
+// tokens of whitespace and a '{' (and what may follow it) remain; inside a
+// string nearly all do; no token without bytes (end of generation, control
+// tokens) ever does.
+TEST(JsonMode, MasksTheVocabularyToTheGrammar) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  const sample::JsonVocab vocab(*lm.tok);
+  const size_t V = size_t(lm.tok->n_vocab());
+  auto allowed_after = [&](const std::string& text) {
+    sample::JsonPrefix p;
+    EXPECT_TRUE(p.feed(text)) << text;
+    std::vector<float> logits(V, 0.f);
+    const int n = vocab.mask(p, logits);
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < V; ++i)
+      if (logits[i] == 0.f) ids.push_back(int32_t(i));
+    EXPECT_EQ(int(ids.size()), n);
+    for (int32_t id : ids) {  // each one really continues the text
+      sample::JsonPrefix q = p;
+      EXPECT_TRUE(q.feed(vocab.bytes(id))) << text << " + token " << id;
+    }
+    return ids;
+  };
+  const auto start = allowed_after("");
+  EXPECT_GT(start.size(), 5u);
+  EXPECT_LT(start.size(), V / 100);
+  for (int32_t id : start) {  // whitespace, then nothing or the object's '{'
+    const std::string_view b = vocab.bytes(id);
+    const size_t first = b.find_first_not_of(" \t\n\r");
+    EXPECT_TRUE(first == std::string_view::npos || b[first] == '{') << b;
+  }
+  const auto in_string = allowed_after("{\"na");
+  EXPECT_GT(in_string.size(), V / 2);
+  for (const auto* ids : {&start, &in_string})
+    for (int32_t id : *ids) EXPECT_FALSE(lm.tok->is_end_of_generation(id));
+  const auto after_key = allowed_after("{\"name\"");
+  for (int32_t id : after_key) EXPECT_EQ(vocab.bytes(id).find_first_not_of(" \t\n\r"), vocab.bytes(id).find(':'));
+}
+
+// JSON mode in the scheduler: greedy and sampled replies are each one JSON
+// object that a strict parser reads, ending "stop" as the object closes;
+// with speculative decoding the replies are the same.
+TEST(ServerScheduler, JsonModeRepliesAreJsonObjects) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  const std::string capital =
+      lm.tok->apply_chat({{"user", "What is the capital of France? Answer in JSON with the key \"answer\"."}});
+  const std::string cat =
+      lm.tok->apply_chat({{"user", "Describe a cat as JSON with the keys name, age and colors (a list)."}});
+  std::vector<server::GenRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    server::GenRequest r;
+    r.prompt = lm.tok->encode(i == 0 ? capital : cat, true, true);
+    r.max_tokens = 160;
+    r.json_object = true;
+    r.sampling.temperature = i < 2 ? 0.f : 1.0f;  // greedy, then sampled with seeds 2 and 3
+    r.sampling.frequency_penalty = i == 1 ? 1.0f : 0.f;  // greedy alone repeats a list item to the end
+    r.sampling.seed = uint64_t(i);
+    reqs.push_back(r);
+  }
+  auto run_all = [&](int draft) {
+    server::Metrics metrics;
+    server::SchedulerOptions so = pool_of(4, 512);
+    so.draft.max_tokens = draft;
+    server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+    std::vector<std::shared_ptr<server::Handle>> hs;
+    for (const auto& r : reqs) hs.push_back(sched.submit(r));
+    std::vector<server::Handle::Update> out;
+    for (auto& h : hs) out.push_back(h->wait_all());
+    return out;
+  };
+  const auto plain = run_all(0);
+  int closed = 0;
+  for (const auto& u : plain) {
+    SCOPED_TRACE(u.text);
+    ASSERT_TRUE(u.finish_reason == "stop" || u.finish_reason == "length");
+    sample::JsonPrefix p;
+    EXPECT_TRUE(p.feed(u.text));  // always the start of an object
+    if (u.finish_reason != "stop") continue;
+    ++closed;
+    EXPECT_TRUE(p.complete());
+    const nlohmann::json j = nlohmann::json::parse(u.text, nullptr, false);
+    ASSERT_FALSE(j.is_discarded());
+    EXPECT_TRUE(j.is_object());
+  }
+  EXPECT_GE(closed, 3);
+  EXPECT_EQ(plain[0].finish_reason, "stop");  // greedy closes its object
+  const auto spec = run_all(4);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(spec[i].text, plain[i].text);
+    EXPECT_EQ(spec[i].finish_reason, plain[i].finish_reason);
+  }
+}
+
 TEST(ServerOpenAiApi, Errors) {
   using server::Endpoint;
   EXPECT_EQ(parse_error(Endpoint::Completions, "{oops").status, 400);
@@ -439,6 +533,20 @@ TEST(ServerOpenAiApi, Errors) {
   EXPECT_EQ(logprobs_of(Endpoint::Chat, R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})"), 0);
   const char* top5 = R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})";
   EXPECT_EQ(logprobs_of(Endpoint::Chat, top5), 5);
+
+  auto json_mode = [&](const char* format) {
+    const std::string body = std::string(R"({"prompt":"hi","response_format":)") + format + "}";
+    return server::parse_request(Endpoint::Completions, body, *lm.tok, {"m", 64}).gen.json_object;
+  };
+  EXPECT_TRUE(json_mode(R"({"type":"json_object"})"));
+  EXPECT_FALSE(json_mode(R"({"type":"text"})"));
+  EXPECT_FALSE(json_mode("null"));
+  const char* schema = R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a"}}})";
+  EXPECT_EQ(parse_error(Endpoint::Completions, schema).code, "unsupported_parameter");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","response_format":{"type":"xml"}})").code,
+            "invalid_value");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","response_format":"json"})").param, "response_format");
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","response_format":{}})").param, "response_format");
 }
 
 // OpenAI's n: choice i is the request sampled with seed + i, the same text
