@@ -13,9 +13,11 @@
 #   KVLAB_ORACLE_CMAKE_ARGS  replaces the recorded CMAKE_ARGS below (the golden
 #                       files record whatever was used; keep the default unless
 #                       you know why)
+#   KVLAB_ORACLE_CFLAGS replaces the C/C++ flags below (empty: none)
 #
-# Idempotent: if `import llama_cpp` works in the venv and reports the pinned
-# version (and numpy imports), nothing is rebuilt. The build is CPU-only and
+# Idempotent: if `import llama_cpp` works in the venv, reports the pinned
+# version (and numpy imports), and the venv records the same build flags,
+# nothing is rebuilt. The build is CPU-only and
 # takes 15-30 minutes on 2 cores; it runs under `nice -n 10` with
 # CMAKE_BUILD_PARALLEL_LEVEL=2 (override by exporting it).
 set -euo pipefail
@@ -26,6 +28,13 @@ GGUF_PY_VERSION="0.19.0"
 # the ggml CPU backend (same numerics class as a kvlab -march=native build).
 DEFAULT_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
 ORACLE_CMAKE_ARGS="${KVLAB_ORACLE_CMAKE_ARGS:-$DEFAULT_CMAKE_ARGS}"
+# Without ggml's AMX matmuls: on the Sapphire Rapids VMs this project runs on,
+# every batch of more than one token segfaults in ggml_backend_amx_mul_mat
+# (llama.cpp issue 20824, open upstream, machine-dependent). -march=native
+# would turn them on; an explicit -mno- flag outranks it in GCC, and on a CPU
+# without AMX these flags change nothing. kvlab has no AMX kernels either.
+DEFAULT_CFLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+ORACLE_CFLAGS="${KVLAB_ORACLE_CFLAGS-$DEFAULT_CFLAGS}"
 
 VENV="${KVLAB_ORACLE_VENV:-${HOME}/.cache/kvlab/oracle-venv}"
 PY="${PYTHON:-python3}"
@@ -44,6 +53,17 @@ sys.exit(0 if llama_cpp.__version__ == sys.argv[1] else 1)
 EOF
 }
 
+# The flags a venv was built with, as its build record states them.
+recorded_flags() {
+    grep -E '^(CMAKE_ARGS|CFLAGS)=' "$INFO_FILE" 2>/dev/null
+}
+wanted_flags() {
+    printf 'CMAKE_ARGS=%s\nCFLAGS=%s\n' "$ORACLE_CMAKE_ARGS" "$ORACLE_CFLAGS"
+}
+built_as_wanted() {
+    [[ "$(recorded_flags)" == "$(wanted_flags)" ]]
+}
+
 # gguf is pure Python: added to a ready venv without rebuilding llama.cpp.
 ensure_gguf() {
     "${VENV}/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('gguf') != sys.argv[1])" \
@@ -53,13 +73,13 @@ ensure_gguf() {
         || die "pip install of gguf==${GGUF_PY_VERSION} failed"
 }
 
-if is_ready; then
+if is_ready && built_as_wanted; then
     ensure_gguf
     echo "oracle-env: ${VENV} ready (llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION})"
-    if [[ ! -f "$INFO_FILE" ]]; then
-        log "warning: ${INFO_FILE} missing; build flags of this venv are unrecorded"
-    fi
     exit 0
+fi
+if is_ready; then
+    log "the venv's recorded build flags are not these; rebuilding"
 fi
 
 # Serialise concurrent invocations: the build is long and two at once on a
@@ -68,7 +88,7 @@ mkdir -p -- "$(dirname -- "$VENV")"
 exec 9>"${VENV}.lock"
 if command -v flock >/dev/null 2>&1; then
     flock 9
-    if is_ready; then
+    if is_ready && built_as_wanted; then
         ensure_gguf
         echo "oracle-env: ${VENV} ready (built by a concurrent run)"
         exit 0
@@ -83,13 +103,15 @@ fi
 command -v cmake >/dev/null 2>&1 || log "note: no system cmake; pip will use the cmake wheel"
 command -v c++ >/dev/null 2>&1 || die "no C++ compiler found (Debian: apt-get install build-essential)"
 
-log "building llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION} from source (CMAKE_ARGS='${ORACLE_CMAKE_ARGS}')"
+log "building llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION} from source (CMAKE_ARGS='${ORACLE_CMAKE_ARGS}', CFLAGS='${ORACLE_CFLAGS}')"
 log "this takes 15-30 minutes on 2 cores"
 rm -f -- "$INFO_FILE"
-CMAKE_ARGS="$ORACLE_CMAKE_ARGS" \
+# --force-reinstall --no-cache-dir: a rebuild with other flags must replace
+# the installed build, and not take pip's cached wheel of it.
+CMAKE_ARGS="$ORACLE_CMAKE_ARGS" CFLAGS="$ORACLE_CFLAGS" CXXFLAGS="$ORACLE_CFLAGS" \
 CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
     nice -n 10 "${VENV}/bin/python" -m pip install --disable-pip-version-check \
-        --no-binary llama-cpp-python \
+        --no-binary llama-cpp-python --no-cache-dir --force-reinstall \
         "llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION}" numpy \
     || die "pip install of llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION} failed"
 
@@ -101,6 +123,7 @@ ensure_gguf
 {
     echo "LLAMA_CPP_PYTHON_VERSION=${LLAMA_CPP_PYTHON_VERSION}"
     echo "CMAKE_ARGS=${ORACLE_CMAKE_ARGS}"
+    echo "CFLAGS=${ORACLE_CFLAGS}"
     echo "CXX=$(c++ --version | head -n1)"
     echo "BUILT_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 } >"$INFO_FILE"
