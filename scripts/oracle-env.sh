@@ -60,8 +60,9 @@ recorded_flags() {
 wanted_flags() {
     printf 'CMAKE_ARGS=%s\nCFLAGS=%s\n' "$ORACLE_CMAKE_ARGS" "$ORACLE_CFLAGS"
 }
-built_as_wanted() {
-    [[ "$(recorded_flags)" == "$(wanted_flags)" ]]
+# Ready, and built with these flags: nothing to do.
+is_current() {
+    is_ready && [[ "$(recorded_flags)" == "$(wanted_flags)" ]]
 }
 
 # gguf is pure Python: added to a ready venv without rebuilding llama.cpp.
@@ -73,7 +74,7 @@ ensure_gguf() {
         || die "pip install of gguf==${GGUF_PY_VERSION} failed"
 }
 
-if is_ready && built_as_wanted; then
+if is_current; then
     ensure_gguf
     echo "oracle-env: ${VENV} ready (llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION})"
     exit 0
@@ -88,7 +89,7 @@ mkdir -p -- "$(dirname -- "$VENV")"
 exec 9>"${VENV}.lock"
 if command -v flock >/dev/null 2>&1; then
     flock 9
-    if is_ready && built_as_wanted; then
+    if is_current; then
         ensure_gguf
         echo "oracle-env: ${VENV} ready (built by a concurrent run)"
         exit 0
