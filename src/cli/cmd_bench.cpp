@@ -159,6 +159,10 @@ nlohmann::json row_json(const engine::BenchResult& r) {
       j["peak_sustained_gb_s"] = a.peaks->sustained_bytes_per_s / 1e9;
       j["pct_of_sustained_bandwidth"] = 100 * v->achieved_bytes_per_s / a.peaks->sustained_bytes_per_s;
     }
+    if (r.test.n_prompt == 0 && a.peaks->working_set_bytes_per_s > 0) {
+      j["working_set_gb_s"] = a.peaks->working_set_bytes_per_s / 1e9;
+      j["pct_of_working_set_bandwidth"] = 100 * v->achieved_bytes_per_s / a.peaks->working_set_bytes_per_s;
+    }
   }
   return j;
 }
@@ -245,18 +249,22 @@ void bench(const BenchOptions& o) {
                     r["prefill_pct_of_peak_compute"].get<double>(), r["decode_pct_of_peak_bandwidth"].get<double>());
       roof = buf;
     } else if (r.contains("bound")) {
-      char buf[160];
+      char buf[256];
       if (r["n_prompt"].get<int>() > 0)
         std::snprintf(buf, sizeof buf, "%.0f%% of %.0f GOP/s %s; %s", r["pct_of_peak_compute"].get<double>(),
                       r["peak_gflop_s"].get<double>(), r["peak_kind"].get<std::string>().c_str(),
                       r["bound"].get<std::string>().c_str());
       else {
-        char sustained[64] = "";
+        char sustained[64] = "", cached[96] = "";
         if (r.contains("pct_of_sustained_bandwidth"))
           std::snprintf(sustained, sizeof sustained, " (%.0f%% of %.1f sustained)",
                         r["pct_of_sustained_bandwidth"].get<double>(), r["peak_sustained_gb_s"].get<double>());
-        std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s%s; %.1f MB/token; %s",
-                      r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(), sustained,
+        // Shown where the step's bytes fit in the caches enough to matter.
+        if (r.contains("working_set_gb_s") && r["working_set_gb_s"].get<double>() > 1.1 * r["peak_gb_s"].get<double>())
+          std::snprintf(cached, sizeof cached, "; %.0f%% of the %.1f GB/s a working set this size reads at",
+                        r["pct_of_working_set_bandwidth"].get<double>(), r["working_set_gb_s"].get<double>());
+        std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s%s%s; %.1f MB/token; %s",
+                      r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(), sustained, cached,
                       r["bytes_per_token"].get<double>() / 1e6, r["bound"].get<std::string>().c_str());
       }
       roof = buf;

@@ -64,6 +64,10 @@ nlohmann::json roofline_json(const engine::Attribution& a) {
       j["peaks"]["sustained_bytes_per_s"] = s;
       if (a.decode_verdict) j["decode"]["pct_of_sustained_bandwidth"] = 100 * a.decode_verdict->achieved_bytes_per_s / s;
     }
+    if (const double ws = a.peaks->working_set_bytes_per_s; ws > 0) {
+      j["peaks"]["working_set_bytes_per_s"] = ws;
+      if (a.decode_verdict) j["decode"]["pct_of_working_set_bandwidth"] = 100 * a.decode_verdict->achieved_bytes_per_s / ws;
+    }
   } else
     j["peaks"] = nullptr;
   return j;

@@ -6,7 +6,9 @@
 //           kernels use (int8 dot products for quantized weights, fp32 FMA
 //           for f32/f16/bf16 weights);
 //  decode:  bytes read per token (weights + KV cache) and achieved bytes/s
-//           against the probed read bandwidth at the thread count used.
+//           against the probed read bandwidth at the thread count used, and
+//           against the probe's rate for a working set that size (a small
+//           model's step can run from a large L3).
 #pragma once
 #include <optional>
 #include <string>
@@ -38,6 +40,11 @@ struct Peaks {
   double fp32_flops = 0;       // fp32 FMA FLOP/s: attention and the element-wise ops run in fp32
   double bytes_per_s = 0;      // read bandwidth at this thread count (the probe's best window)
   double sustained_bytes_per_s = 0;  // its best whole pass; 0 in a profile without it
+  // The probe's read rate for a working set of the decode steps' bytes
+  // (weights + KV, read once per token), scaled to this thread count:
+  // above bytes_per_s when they fit in the caches (perf::cache_speedup);
+  // 0 without decode steps or without that curve in the profile.
+  double working_set_bytes_per_s = 0;
   std::string flops_kind;      // "int8 dot" or "fp32 FMA"
   std::string source;          // the profile path and date
 };

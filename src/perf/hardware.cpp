@@ -172,6 +172,7 @@ Hardware hardware_from_profile(const HwProfile& p, std::string_view origin) {
   if (!p.kernels_error.empty()) h.source += "; its kernel figures are ignored: " + p.kernels_error;
   h.compute_note = "measured by kvlab probe: FMA and int8-dot loops on all threads";
   h.kernels = p.kernels;
+  h.read_bw_by_size = p.read_bw_by_size;
   return h;
 }
 

@@ -35,6 +35,10 @@ struct Hardware {
   // timed them): the simulator's efficiencies come from them
   // (perf::efficiency_for). Absent for catalog entries.
   std::optional<KernelRates> kernels{};
+  // Read bandwidth by working-set size ("this", from a probe that measured
+  // it): a pass whose weights and KV fit in the caches reads them faster
+  // than mem_bw (perf::cache_speedup). Empty for catalog entries.
+  std::vector<SizedBandwidth> read_bw_by_size{};
 
   std::optional<double> peak(Precision p) const;
   // The peak for `wanted`, falling back to the next wider precision the

@@ -108,6 +108,28 @@ std::optional<AttentionRate> KernelRates::attention_for_group(std::string_view k
   return AttentionRate{std::string(kv), measured_dim, group, group / decode_s, group / prefill_s};
 }
 
+double cache_speedup(const std::vector<SizedBandwidth>& curve, double bytes) {
+  if (curve.empty()) return 1.0;
+  const double dram = curve.back().bytes_per_s;
+  double bw = curve.front().bytes_per_s;
+  if (bytes >= curve.back().bytes) {
+    bw = dram;
+  } else {
+    for (size_t i = 1; i < curve.size(); ++i) {
+      const SizedBandwidth &a = curve[i - 1], &b = curve[i];
+      if (bytes >= b.bytes) continue;
+      if (bytes > a.bytes) {
+        const double f = std::log(bytes / a.bytes) / std::log(b.bytes / a.bytes);
+        bw = a.bytes_per_s + f * (b.bytes_per_s - a.bytes_per_s);
+      } else {
+        bw = a.bytes_per_s;
+      }
+      break;
+    }
+  }
+  return std::max(1.0, bw / dram);
+}
+
 double HwProfile::best_read_bw() const {
   double best = 0;
   for (const BandwidthPoint& p : mem_read_bw) best = std::max(best, p.bytes_per_s);
@@ -148,6 +170,16 @@ HwProfile parse_hw_profile(std::string_view json_text, std::string_view origin) 
     if (point.contains("sustained_bytes_per_s")) b.sustained_bytes_per_s = positive_number(point, origin, "sustained_bytes_per_s");
     p.mem_read_bw.push_back(b);
   }
+  if (j.contains("read_bw_by_size")) {
+    if (!j["read_bw_by_size"].is_array()) field_error(origin, "read_bw_by_size", "must be an array of {bytes, bytes_per_s}");
+    for (const json& point : j["read_bw_by_size"]) {
+      if (!point.is_object()) field_error(origin, "read_bw_by_size", "entries must be objects");
+      const SizedBandwidth b{positive_number(point, origin, "bytes"), positive_number(point, origin, "bytes_per_s")};
+      if (!p.read_bw_by_size.empty() && !(b.bytes > p.read_bw_by_size.back().bytes))
+        field_error(origin, "read_bw_by_size", "sizes must be strictly ascending");
+      p.read_bw_by_size.push_back(b);
+    }
+  }
   p.peak_fp32_flops = positive_number(j, origin, "peak_fp32_flops");
   if (j.contains("peak_int8_ops")) {
     if (!j["peak_int8_ops"].is_number() || j["peak_int8_ops"].get<double>() < 0)
@@ -182,6 +214,11 @@ std::string hw_profile_to_json(const HwProfile& p) {
                   {"mem_read_bw", bw},
                   {"peak_fp32_flops", p.peak_fp32_flops},
                   {"peak_int8_ops", p.peak_int8_ops}};
+  if (!p.read_bw_by_size.empty()) {
+    json sized = json::array();
+    for (const SizedBandwidth& b : p.read_bw_by_size) sized.push_back({{"bytes", b.bytes}, {"bytes_per_s", b.bytes_per_s}});
+    j["read_bw_by_size"] = sized;
+  }
   if (p.kernels) {
     json mm = json::array(), att = json::array();
     for (const MatmulRate& m : p.kernels->matmul)

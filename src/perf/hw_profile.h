@@ -18,6 +18,9 @@
 //     "mem_read_bw": [                         // streaming read bandwidth by thread count
 //       { "threads": 1, "bytes_per_s": 2.1e10, "sustained_bytes_per_s": 1.8e10 },
 //       { "threads": 96, "bytes_per_s": 3.6e11 } ],
+//     "read_bw_by_size": [                     // optional: all threads reading one working set
+//       { "bytes": 4194304, "bytes_per_s": 9e11 },   // over and over, ascending sizes up to
+//       { "bytes": 8589934592, "bytes_per_s": 3.4e11 } ],  // the bandwidth buffer (from DRAM)
 //     "peak_fp32_flops": 7.1e12,               // measured FMA throughput, all threads
 //     "peak_int8_ops": 2.8e13,                 // measured int8 dot throughput, all threads;
 //                                              // 0 when not measured
@@ -27,12 +30,12 @@
 //                     "gemv_bytes_per_s": 3.1e11,  // decode (1 token): weights streamed from DRAM
 //                     "gemv_row_s": 2e-9,          // + this per weight row (fixed cost of a row)
 //                     "gemv_call_s": 3e-6,         // + this per matmul call (start and tail)
-//                     "gemm_ops_per_s": 9e12 } ],  // prefill (64 tokens, weights in cache), 2 op/MAC
+//                     "gemm_ops_per_s": 9e12 } ],  // prefill (512 tokens, weights in cache), 2 op/MAC
 //       "attention": [ { "kv": "f16", "head_dim": 64,   // (4·head_dim + 6) FLOP per query-key pair
 //                        "heads": 4,                    // query heads per KV head per pass (1..4;
 //                                                       //   4 where absent: the first profiles)
 //                        "decode_flops_per_s": 3e11,    // one token, 4096 positions
-//                        "prefill_flops_per_s": 4e11 } ],  // 64 tokens, 512 positions
+//                        "prefill_flops_per_s": 4e11 } ],  // 512 tokens over positions 1..512
 //       "elementwise_flops_per_s": 1e11,       // norms, RoPE, SiLU·up, residual adds
 //       "dispatch_s": 5e-7 }                   // one thread-pool job: publish, wake, join
 //   }
@@ -55,6 +58,21 @@ struct BandwidthPoint {
   double sustained_bytes_per_s = 0;  // the best whole pass; 0: not measured (a profile from before it was)
 };
 
+// All threads reading the same `bytes` again and again, each its own slice,
+// as a decode step reads the weights and the KV cache: above the caches'
+// capacity the reads come from DRAM, below it (partly) from cache.
+struct SizedBandwidth {
+  double bytes = 0;
+  double bytes_per_s = 0;
+};
+
+// How many times faster a working set of `bytes` is read than the largest
+// one measured (a buffer several times the L3: DRAM), from a curve in
+// ascending sizes: interpolated in log(size) between points, the end values
+// beyond them, never below 1. An empty curve (a profile from before it was
+// measured, or catalog hardware) gives 1.
+double cache_speedup(const std::vector<SizedBandwidth>& curve, double bytes);
+
 // kvlab's own kernels timed by `kvlab probe` (docs/probe.md, "Engine kernels"):
 // what the simulator's efficiencies for "this" machine are computed from.
 struct MatmulRate {
@@ -62,7 +80,7 @@ struct MatmulRate {
   double gemv_bytes_per_s = 0;  // one-token matmul, weights from DRAM, long rows
   double gemv_row_s = 0;        // fixed seconds per weight row on top of the bytes
   double gemv_call_s = 0;       // fixed seconds per matmul call (waking the pool, the first and last tiles)
-  double gemm_ops_per_s = 0;    // 64-token matmul, weights in cache; 2 op per multiply-add
+  double gemm_ops_per_s = 0;    // 512-token matmul, weights in cache; 2 op per multiply-add
 };
 
 // Counted as perf::Cost counts attention: 4·head_dim + 6 FLOP per query-key pair.
@@ -76,7 +94,7 @@ struct AttentionRate {
   int head_dim = 0;
   int heads = 0;                   // query heads per pass, 1 .. kernels::kAttnHeadsPerPass
   double decode_flops_per_s = 0;   // one token per sequence, a long context (K and V beyond L2)
-  double prefill_flops_per_s = 0;  // 64 tokens over a short context (K and V in L2)
+  double prefill_flops_per_s = 0;  // a 512-token causal chunk (K and V in L2)
 };
 
 struct KernelRates {
@@ -107,6 +125,7 @@ struct HwProfile {
   uint64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
   uint64_t mem_bytes = 0;
   std::vector<BandwidthPoint> mem_read_bw;
+  std::vector<SizedBandwidth> read_bw_by_size;  // empty: not measured
   double peak_fp32_flops = 0;
   double peak_int8_ops = 0;
   // Absent in profiles written before kernels were probed. A "kernels"

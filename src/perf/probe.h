@@ -99,7 +99,7 @@ ProbeResult run_probe(const ProbeOptions& opt = {});
 // kvlab's own kernels on a `threads`-thread pool (probe_engine.cpp): the
 // matmul of every weight dtype, decode-shaped (one token, weights streamed
 // from a buffer of `stream_bytes`, which should be several times the L3) and
-// prefill-shaped (64 tokens, weights in cache); attention per KV dtype and
+// prefill-shaped (512 tokens, weights in cache); attention per KV dtype and
 // head width; the thread pool's cost per job. Best of a few runs each.
 KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quick,
                                    const std::function<void(const std::string&)>& progress);

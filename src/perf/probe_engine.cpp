@@ -42,22 +42,29 @@ constexpr int kHeadDims[] = {64, 128};
 // row, small matrices of short rows the fixed cost of a matmul call.
 constexpr size_t kLongCols = 4096, kLongRows = 512;
 constexpr size_t kShortCols = 512, kShortRows = 4096;
-// GEMM: one 64-token tile (the engine's kTokenTile) against a 1024 x 1024
+// Prefill-shaped figures are taken at the engine's default prompt chunk
+// (512 tokens, `--ubatch-size`), where its activations outgrow the L2 as a
+// real prefill's do: at 64 tokens they stayed in it, and on a 2-vCPU
+// Sapphire Rapids VM (2026-12-03) the matmul, attention and element-wise
+// rates then read 1.1-1.2x what a 512-token prefill's stages ran at
+// (`kvlab bench -p 512 --profile`).
+// GEMM: 512 tokens (8 of the engine's 64-token tiles) against a 1024 x 1024
 // matrix that stays in cache between calls, as a prefill chunk's weights do
 // across its token tiles.
-constexpr size_t kGemmDim = 1024, kGemmTokens = 64;
+constexpr size_t kGemmDim = 1024, kGemmTokens = 512;
 // Attention, in kvlab's paged layout (blocks of kv::Cache::kBlockTokens
 // positions), for each width of a pass of the kernels (1 .. 4 query heads per
 // KV head, GQA), one pool task per (token, KV head) as the engine runs it, at
 // least 4 query heads per thread:
-//  prefill-shaped: 64 tokens over 512 positions (a head's K and V in L2);
+//  prefill-shaped: a whole causal chunk, 512 tokens over positions 1..512
+//                  (a head's K and V in L2);
 //  decode-shaped:  one token over 4096 positions (0.5-1 MiB per KV head),
 //                  K and V evicted from the caches before each run.
-constexpr int kAttnPrefillTokens = 64, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
+constexpr int kAttnPrefillTokens = 512, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
 // Element-wise ops of a layer, per token, at a llama width (d 1024, d_ff 2816,
 // 16 + 4 heads of 64): 2 RMSNorms, RoPE on q and k, SiLU·up, 2 residual adds,
-// one pool job each over 64 tokens (ThreadPool::for_each), as the engine runs them.
-constexpr size_t kEwDim = 1024, kEwFf = 2816, kEwHeads = 20, kEwHeadDim = 64, kEwTokens = 64;
+// one pool job each over 512 tokens (ThreadPool::for_each), as the engine runs them.
+constexpr size_t kEwDim = 1024, kEwFf = 2816, kEwHeads = 20, kEwHeadDim = 64, kEwTokens = 512;
 
 std::atomic<uint64_t> g_evict_sink{0};  // keeps evict()'s reads
 
@@ -141,11 +148,11 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
   r.gemv_bytes_per_s =
       bytes / std::max(1e-9, t_a - double(n * kLongRows) * r.gemv_row_s - double(n) * r.gemv_call_s);
 
-  // Prefill: a 64-token tile against a cached matrix, 2 op per multiply-add.
-  // A run takes well under a millisecond, so a few of them catch a burst of
-  // speed the engine's seconds-long prefills do not sustain (one round in
-  // three of bench/sim-vs-measured priced prefill 1.5x fast): the median
-  // of many runs over a longer window.
+  // Prefill: a 512-token chunk against a cached matrix, 2 op per
+  // multiply-add. A run takes a few milliseconds, so a few of them can catch
+  // a burst of speed the engine's seconds-long prefills do not sustain (one
+  // round in three of bench/sim-vs-measured priced prefill 1.5x fast when
+  // runs were 64 tokens): the median of many runs over a longer window.
   const kernels::WeightMatrix w = matrices(kGemmDim, kGemmDim, 1)[0];
   kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch);  // warm the cache
   const Timer sustained{timer.min_runs * 4, timer.max_runs * 8, timer.max_s * 3};

@@ -72,6 +72,15 @@ std::string render_md(const Simulation& s) {
     << " dense x " << fmt_num(s.opt.eff.compute, 2) << " = " << fmt_flops(s.machine.flops) << " |\n";
   o << "| bandwidth priced | " << fmt_bandwidth(s.machine.peak_bytes_per_s) << " x " << fmt_num(s.opt.eff.bandwidth, 2)
     << " = " << fmt_bandwidth(s.machine.bytes_per_s) << " |\n";
+  if (!s.machine.read_bw_by_size.empty() && !s.steps.empty()) {
+    const PassTime &first = s.steps.front().cached, &last = s.steps.back().cached;
+    auto speedup = [&](const PassTime& t) {
+      return "x" + fmt_num(cache_speedup(s.machine.read_bw_by_size, t.bytes), 2) + " for " + fmt_bytes(t.bytes);
+    };
+    o << "| working set in cache | cached steps read their weights + KV from cache when they fit: " << speedup(first)
+      << " (first step), " << speedup(last)
+      << " (last), from kvlab probe's read bandwidth by working-set size |\n";
+  }
   if (s.opt.eff.row_s > 0 || s.opt.eff.call_s > 0)
     o << "| per weight row, per matmul | " << fmt_seconds(s.opt.eff.row_s) << " x " << fmt_num(matmul_rows(s.model))
       << " rows + " << fmt_seconds(s.opt.eff.call_s) << " x " << fmt_num(matmul_calls(s.model)) << " matmuls = "
@@ -147,6 +156,12 @@ std::string render_md(const Simulation& s) {
   return o.str();
 }
 
+json sized_bandwidth_json(const std::vector<SizedBandwidth>& curve) {
+  json a = json::array();
+  for (const SizedBandwidth& b : curve) a.push_back({{"bytes", b.bytes}, {"bytes_per_s", b.bytes_per_s}});
+  return a;
+}
+
 json pass_json(const PassTime& t) {
   return {{"ms", t.seconds * 1e3},
           {"tok_s", tok_s(t)},
@@ -194,6 +209,7 @@ std::string render_json(const Simulation& s) {
         {"peak_bytes_per_s", s.machine.peak_bytes_per_s},
         {"flops", s.machine.flops},
         {"bytes_per_s", s.machine.bytes_per_s},
+        {"read_bw_by_size", sized_bandwidth_json(s.machine.read_bw_by_size)},
         {"attention_precision", precision_name(s.machine.attention_precision)},
         {"attention_flops", s.machine.attention_rate()},
         {"attention_decode_flops", s.machine.attention_decode_rate()},

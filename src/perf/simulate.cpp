@@ -55,6 +55,7 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
   // tensor cores; FMA units on a CPU).
   m.elementwise_flops = hw.compute_peak(Precision::FP32, nullptr) * eff.elementwise_or_compute();
   m.threads = eff.threads;
+  m.read_bw_by_size = hw.read_bw_by_size;
   return m;
 }
 
@@ -76,6 +77,11 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   // compute-bound), and attention's FLOPs under the weights' bytes.
   // The weight bytes outside the matmuls (the embedding rows looked up, norm
   // gains) are read by the element-wise jobs.
+  // A pass reads its weights and KV once; when they fit in the caches, the
+  // next pass finds them there (decode of a small model on a large-L3 CPU),
+  // and every byte of it is read at the probe's rate for a working set that
+  // size.
+  const double bytes_per_s = m.bytes_per_s * cache_speedup(m.read_bw_by_size, t.bytes);
   const double ew_compute = ew_flops / m.elementwise_rate();
   double other_bytes = all.weight_bytes;
   double dense_compute = ew_compute, dense_memory = 0, dense = 0;
@@ -86,12 +92,12 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
       bytes += cost[job.ops[i]].weight_bytes;
     }
     other_bytes -= bytes;
-    const double compute = flops / m.flops, memory = bytes / m.bytes_per_s + job.rows * m.row_s + job.calls * m.call_s;
+    const double compute = flops / m.flops, memory = bytes / bytes_per_s + job.rows * m.row_s + job.calls * m.call_s;
     dense += std::max(compute, memory);
     dense_compute += compute;
     dense_memory += memory;
   }
-  const double other_memory = std::max(0.0, other_bytes) / m.bytes_per_s;
+  const double other_memory = std::max(0.0, other_bytes) / bytes_per_s;
   dense += std::max(ew_compute, other_memory);
   dense_memory += other_memory;
   // The engine's attention tasks (kernels::attend_batch), handed out
@@ -106,7 +112,7 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   const bool one_token = p.new_tokens == 1;
   const double attn_compute =
       attn_flops / (one_token ? m.attention_decode_rate() : m.attention_rate()) * (attn_flops > 0 ? tail : 1.0);
-  const double attn_memory = all.kv_bytes / m.bytes_per_s;
+  const double attn_memory = all.kv_bytes / bytes_per_s;
   t.dense_s = dense;
   t.attention_s = std::max(attn_compute, attn_memory);
   t.compute_s = dense_compute + attn_compute;

@@ -107,6 +107,9 @@ struct Machine {
   Precision attention_precision = Precision::BF16;
   double elementwise_flops = 0;  // fp32 peak · eff.elementwise
   int threads = 0;               // eff.threads
+  // Hardware::read_bw_by_size: bytes_per_s applies to a pass whose working
+  // set is beyond the caches; a smaller one is read cache_speedup() faster.
+  std::vector<SizedBandwidth> read_bw_by_size;
   double attention_rate() const { return attention_flops > 0 ? attention_flops : flops; }
   double attention_decode_rate() const { return attention_decode_flops > 0 ? attention_decode_flops : attention_rate(); }
   double elementwise_rate() const { return elementwise_flops > 0 ? elementwise_flops : flops; }

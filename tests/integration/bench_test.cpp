@@ -49,13 +49,18 @@ TEST(Bench, PromptThenGenerationInBatchesOfUb) {
 
 // The roofline divides by the probe's point for the test's thread count (the
 // fastest at or below it), its best window and its sustained figure alike.
-TEST(Bench, RooflineUsesTheProbePointOfItsThreadCount) {
-  const auto& m = *test::load_model(test::kStories).model;
+perf::HwProfile two_thread_profile() {
   perf::HwProfile hw;
   hw.threads = 2;
   hw.mem_read_bw = {{1, 2e10, 1.5e10}, {2, 3e10, 2.5e10}};
   hw.peak_fp32_flops = 1e11;
   hw.peak_int8_ops = 4e11;
+  return hw;
+}
+
+TEST(Bench, RooflineUsesTheProbePointOfItsThreadCount) {
+  const auto& m = *test::load_model(test::kStories).model;
+  const perf::HwProfile hw = two_thread_profile();
   engine::BenchTest t;
   t.n_gen = 4;
   t.depth = 4;
@@ -69,6 +74,25 @@ TEST(Bench, RooflineUsesTheProbePointOfItsThreadCount) {
     const double achieved = a.decode.bytes() / a.decode.seconds;
     EXPECT_NEAR(a.decode_verdict->bw_utilization, achieved / a.peaks->bytes_per_s, 1e-9);
   }
+}
+
+// With the probe's working-set curve, decode is also put against the read
+// rate for its own bytes: stories260K's step reads well under a megabyte,
+// below the curve's first point, so 3x the DRAM figure here; a profile
+// without the curve gives none.
+TEST(Bench, DecodeIsPutAgainstTheReadRateOfItsWorkingSet) {
+  const auto& m = *test::load_model(test::kStories).model;
+  perf::HwProfile hw = two_thread_profile();
+  engine::BenchTest t;
+  t.n_gen = 4;
+  t.depth = 4;
+  t.threads = 1;
+  EXPECT_EQ(engine::run_bench(m, t, 1, hw).roofline.peaks->working_set_bytes_per_s, 0);
+  hw.read_bw_by_size = {{8 << 20, 9e10}, {1 << 30, 3e10}};
+  const engine::Attribution a = engine::run_bench(m, t, 1, hw).roofline;
+  ASSERT_TRUE(a.peaks);
+  EXPECT_LT(a.decode_bytes_per_token(), 8 << 20);
+  EXPECT_DOUBLE_EQ(a.peaks->working_set_bytes_per_s, 3 * hw.mem_read_bw[0].bytes_per_s);
 }
 
 TEST(Bench, RejectsAnEmptyTestAndAContextOverflow) {

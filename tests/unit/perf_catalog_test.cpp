@@ -142,6 +142,51 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_EQ(parse_hw_profile(wide, "p.json").kernels_error, "p.json: kernels: field 'heads' over the kernels' pass width");
 }
 
+TEST(PerfHwProfile, ReadBandwidthBySizeIsOptionalAndRoundTrips) {
+  std::string text = kProfile;
+  const std::string curve = R"("read_bw_by_size": [{"bytes": 8388608, "bytes_per_s": 6e10},
+    {"bytes": 33554432, "bytes_per_s": 3e10}, {"bytes": 1073741824, "bytes_per_s": 2e10}],
+  "peak_fp32_flops")";
+  text.replace(text.find(R"("peak_fp32_flops")"), 17, curve);
+  const HwProfile p = parse_hw_profile(text, "test");
+  ASSERT_EQ(p.read_bw_by_size.size(), 3u);
+  EXPECT_DOUBLE_EQ(p.read_bw_by_size[1].bytes, 33554432);
+  EXPECT_DOUBLE_EQ(p.read_bw_by_size[1].bytes_per_s, 3e10);
+  const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "round trip");
+  ASSERT_EQ(q.read_bw_by_size.size(), 3u);
+  EXPECT_DOUBLE_EQ(q.read_bw_by_size[2].bytes_per_s, 2e10);
+  // The simulator's "this" carries it.
+  EXPECT_EQ(hardware_from_profile(p, "test").read_bw_by_size.size(), 3u);
+  // A profile from before it was measured has none, and writes none back.
+  EXPECT_TRUE(parse_hw_profile(kProfile, "test").read_bw_by_size.empty());
+  EXPECT_EQ(hw_profile_to_json(parse_hw_profile(kProfile, "test")).find("read_bw_by_size"), std::string::npos);
+  std::string unsorted = text;
+  unsorted.replace(unsorted.find("33554432"), 8, "1073741824");
+  EXPECT_EQ(error_of([&] { parse_hw_profile(unsorted, "p.json"); }),
+            "p.json: field 'read_bw_by_size' sizes must be strictly ascending");
+  std::string negative = text;
+  negative.replace(negative.find("3e10"), 4, "-3e10");
+  EXPECT_EQ(error_of([&] { parse_hw_profile(negative, "p.json"); }),
+            "p.json: field 'bytes_per_s' missing or not a positive number");
+}
+
+TEST(PerfHwProfile, CacheSpeedupInterpolatesInLogSize) {
+  // 60 GB/s up to 8 MiB, 30 at 32 MiB, 20 from 1 GiB (the DRAM point).
+  const std::vector<SizedBandwidth> c = {{8 << 20, 6e10}, {32 << 20, 3e10}, {1 << 30, 2e10}};
+  EXPECT_DOUBLE_EQ(cache_speedup({}, 1e6), 1.0);  // no curve: DRAM everywhere
+  EXPECT_DOUBLE_EQ(cache_speedup(c, 1e3), 3.0);   // below the first point: its figure
+  EXPECT_DOUBLE_EQ(cache_speedup(c, 8 << 20), 3.0);
+  EXPECT_DOUBLE_EQ(cache_speedup(c, 32 << 20), 1.5);
+  // 16 MiB is halfway from 8 to 32 MiB in log(size): 45 GB/s.
+  EXPECT_DOUBLE_EQ(cache_speedup(c, 16 << 20), 2.25);
+  // 1 GiB and beyond: the DRAM point itself.
+  EXPECT_DOUBLE_EQ(cache_speedup(c, double(1 << 30)), 1.0);
+  EXPECT_DOUBLE_EQ(cache_speedup(c, 1e12), 1.0);
+  // Never below 1, though a noisy point may read slower than DRAM did.
+  const std::vector<SizedBandwidth> noisy = {{8 << 20, 1.5e10}, {1 << 30, 2e10}};
+  EXPECT_DOUBLE_EQ(cache_speedup(noisy, 8 << 20), 1.0);
+}
+
 TEST(PerfHwProfile, RejectsBadFieldsByName) {
   EXPECT_EQ(error_of([] { parse_hw_profile(R"({"format": "other"})", "p.json"); }),
             "p.json: field 'format' must be \"kvlab-hw-profile/1\"");

@@ -130,6 +130,27 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792 * 2);
 }
 
+TEST(PerfSimulate, APassThatFitsInTheCachesReadsAtTheirRate) {
+  // The decode step of DenseAndAttentionAreTwoRooflinesInSequence reads 1560
+  // bytes. With the curve below it is read 2x faster than from DRAM (the
+  // largest size): every byte term halves, the compute terms stay.
+  Machine m = ideal(1e9, 1e3);
+  Pass p;
+  p.past = 3;
+  p.weight_bytes = 1.0;
+  p.kv_bytes = 2.0;
+  const PassTime dram = time_pass(hand_config(), p, m);
+  EXPECT_EQ(dram.bound, Bound::Memory);
+  m.read_bw_by_size = {{2000, 2e3}, {1e6, 1e3}};
+  const PassTime cached = time_pass(hand_config(), p, m);
+  EXPECT_DOUBLE_EQ(cached.bytes, 1560.0);
+  EXPECT_DOUBLE_EQ(cached.memory_s, dram.memory_s / 2);
+  EXPECT_NEAR(cached.seconds, dram.seconds / 2, 1e-9 * dram.seconds);
+  // A working set past the curve's end is priced at DRAM's rate.
+  m.read_bw_by_size = {{100, 2e3}, {1000, 1e3}};
+  EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).memory_s, dram.memory_s);
+}
+
 // The probed machine of tests/common/probed_machine.h.
 Hardware probed() { return test::probed_machine(); }
 

@@ -77,6 +77,7 @@ HwProfile sample_profile() {
   p.l3_bytes = 33554432;
   p.mem_bytes = 25000000000ull;
   p.mem_read_bw = {{1, 2.1e10, 1.8e10}, {2, 3.05e10, 2.4e10}, {4, 2.9e10, 2.5e10}};
+  p.read_bw_by_size = {{4194304, 9.1e10}, {268435456, 2.8e10}};
   p.peak_fp32_flops = 1.5e11;
   p.peak_int8_ops = 3.1e11;
   return p;
@@ -175,6 +176,8 @@ TEST(Probe, ProfileRoundTripsThroughTheFile) {
   }
   EXPECT_DOUBLE_EQ(q.peak_fp32_flops, p.peak_fp32_flops);
   EXPECT_DOUBLE_EQ(q.peak_int8_ops, p.peak_int8_ops);
+  ASSERT_EQ(q.read_bw_by_size.size(), 2u);
+  EXPECT_DOUBLE_EQ(q.read_bw_by_size[0].bytes_per_s, 9.1e10);
   EXPECT_EQ(hw_profile_to_json(q), hw_profile_to_json(p));
   // No temporary file is left next to it; a second write replaces the first.
   HwProfile p2 = p;
@@ -206,7 +209,7 @@ TEST(Probe, BadPathsAreOneLineErrors) {
 TEST(Probe, ReportNamesEveryFigure) {
   const std::string md = render_hw_profile_md(sample_profile(), nullptr, "/x/hw-profile.json");
   for (const char* s : {"Test CPU 9000", "| 2 / 4 |", "avx2", "L1d 32 KiB", "L2 512 KiB", "L3 32 MiB", "21.0 GB/s",
-                        "30.5 GB/s", "150 GFLOP/s", "310 Gop/s", "4.92 FLOP/byte", "10.2 op/byte", "/x/hw-profile.json"})
+                        "30.5 GB/s", "150 GFLOP/s", "310 Gop/s", "| 4 MiB | 91.0 GB/s | 3.2x |", "| 256 MiB | 28.0 GB/s | 1.0x |", "4.92 FLOP/byte", "10.2 op/byte", "/x/hw-profile.json"})
     EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
 }
 
@@ -242,6 +245,16 @@ TEST(Probe, QuickProbeFillsEveryField) {
     // A whole pass is the windows' total over their summed time: never above the best window.
     EXPECT_GT(b.sustained_bytes_per_s, 0);
     EXPECT_LE(b.sustained_bytes_per_s, b.bytes_per_s);
+  }
+  // The working-set curve: ascending sizes, the last the whole buffer.
+  ASSERT_FALSE(p.read_bw_by_size.empty());
+  EXPECT_DOUBLE_EQ(p.read_bw_by_size.back().bytes, double(r.bw_buffer_bytes));
+  for (size_t i = 0; i < p.read_bw_by_size.size(); ++i) {
+    EXPECT_GT(p.read_bw_by_size[i].bytes_per_s, 0);
+    EXPECT_TRUE(std::isfinite(p.read_bw_by_size[i].bytes_per_s));
+    if (i > 0) {
+      EXPECT_GT(p.read_bw_by_size[i].bytes, p.read_bw_by_size[i - 1].bytes);
+    }
   }
   for (double v : {p.peak_fp32_flops, p.peak_int8_ops, r.fp32_flops_1t, r.int8_ops_1t, r.seconds}) {
     EXPECT_TRUE(std::isfinite(v));
