@@ -71,7 +71,8 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
     if (heads > kernels::kAttnHeadsPerPass) field_error(where, "heads", "over the kernels' pass width");
     k.attention.push_back({text(e, where, "kv"), positive_int(e, where, "head_dim"), heads,
                            positive_number(e, where, "decode_flops_per_s"),
-                           positive_number(e, where, "prefill_flops_per_s")});
+                           positive_number(e, where, "prefill_flops_per_s"),
+                           e.contains("prefill_task_s") ? non_negative(e, where, "prefill_task_s") : 0.0});
   }
   return k;
 }
@@ -95,7 +96,7 @@ const AttentionRate* KernelRates::find_attention(std::string_view kv, int head_d
 
 std::optional<AttentionRate> KernelRates::attention_for_group(std::string_view kv, int head_dim, int group) const {
   if (group <= 0) return std::nullopt;
-  double decode_s = 0, prefill_s = 0;  // seconds per FLOP, summed over the passes
+  double decode_s = 0, prefill_s = 0, task_s = 0;  // seconds per FLOP, summed over the passes; per task, too
   int measured_dim = 0;
   for (int g0 = 0; g0 < group; g0 += kernels::kAttnHeadsPerPass) {
     const int heads = std::min(kernels::kAttnHeadsPerPass, group - g0);
@@ -103,9 +104,10 @@ std::optional<AttentionRate> KernelRates::attention_for_group(std::string_view k
     if (!a) return std::nullopt;
     decode_s += heads / a->decode_flops_per_s;
     prefill_s += heads / a->prefill_flops_per_s;
+    task_s += a->prefill_task_s;  // a task runs every pass of its group
     measured_dim = a->head_dim;
   }
-  return AttentionRate{std::string(kv), measured_dim, group, group / decode_s, group / prefill_s};
+  return AttentionRate{std::string(kv), measured_dim, group, group / decode_s, group / prefill_s, task_s};
 }
 
 double cache_speedup(const std::vector<SizedBandwidth>& curve, double bytes) {
@@ -232,7 +234,8 @@ std::string hw_profile_to_json(const HwProfile& p) {
                      {"head_dim", a.head_dim},
                      {"heads", a.heads},
                      {"decode_flops_per_s", a.decode_flops_per_s},
-                     {"prefill_flops_per_s", a.prefill_flops_per_s}});
+                     {"prefill_flops_per_s", a.prefill_flops_per_s},
+                     {"prefill_task_s", a.prefill_task_s}});
     j["kernels"] = {{"threads", p.kernels->threads},
                     {"matmul", mm},
                     {"attention", att},

@@ -35,7 +35,8 @@
 //                        "heads": 4,                    // query heads per KV head per pass (1..4;
 //                                                       //   4 where absent: the first profiles)
 //                        "decode_flops_per_s": 3e11,    // one token, 4096 positions
-//                        "prefill_flops_per_s": 4e11 } ],  // 512 tokens over positions 1..512
+//                        "prefill_flops_per_s": 4e11,   // many tokens, K and V in L2,
+//                        "prefill_task_s": 3e-7 } ],    // + this per (token, KV head): optional
 //       "elementwise_flops_per_s": 1e11,       // norms, RoPE, SiLU·up, residual adds
 //       "dispatch_s": 5e-7 }                   // one thread-pool job: publish, wake, join
 //   }
@@ -94,7 +95,13 @@ struct AttentionRate {
   int head_dim = 0;
   int heads = 0;                   // query heads per pass, 1 .. kernels::kAttnHeadsPerPass
   double decode_flops_per_s = 0;   // one token per sequence, a long context (K and V beyond L2)
-  double prefill_flops_per_s = 0;  // a 512-token causal chunk (K and V in L2)
+  double prefill_flops_per_s = 0;  // many tokens (K and V in L2), beside:
+  // a fixed cost per (token, KV head) task, wall seconds on the whole pool:
+  // with prefill_flops_per_s, t = tasks · prefill_task_s + FLOPs / rate fits
+  // a 512-token and a 64-token causal chunk. Short contexts pay it on few
+  // FLOPs (kvlab bench -p 32 --profile: 31 GFLOP/s of attention, 146 at
+  // 512, 2026-12-03). 0 in profiles from before it was measured.
+  double prefill_task_s = 0;
 };
 
 struct KernelRates {

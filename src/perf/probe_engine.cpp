@@ -60,7 +60,11 @@ constexpr size_t kGemmDim = 1024, kGemmTokens = 512;
 //                  (a head's K and V in L2);
 //  decode-shaped:  one token over 4096 positions (0.5-1 MiB per KV head),
 //                  K and V evicted from the caches before each run.
+//  and a short causal chunk, 64 tokens over positions 1..64: the two
+//  prefill shapes give a fixed cost per (token, KV head) task beside the
+//  rate per FLOP (perf::AttentionRate::prefill_task_s).
 constexpr int kAttnPrefillTokens = 512, kAttnPrefillPositions = 512, kAttnDecodePositions = 4096;
+constexpr int kAttnShortTokens = 64;
 // Element-wise ops of a layer, per token, at a llama width (d 1024, d_ff 2816,
 // 16 + 4 heads of 64): 2 RMSNorms, RoPE on q and k, SiLU·up, 2 residual adds,
 // one pool job each over 512 tokens (ThreadPool::for_each), as the engine runs them.
@@ -180,8 +184,12 @@ void evict(std::span<const uint8_t> bytes, kernels::ThreadPool& pool) {
 // With `flush` (bytes several times the L3), every run starts with K and V
 // out of the caches, as in a decode step, where the weights streamed through
 // them since this layer's attention last ran.
-double measure_attention(tensor::DType kv, size_t hd, int n_kv, int group, int n_tokens, int n_pos,
-                         kernels::ThreadPool& pool, const Timer& timer, std::span<const uint8_t> flush = {}) {
+struct AttnTiming {
+  double flops = 0, seconds = 0;
+  double rate() const { return flops / seconds; }
+};
+AttnTiming measure_attention(tensor::DType kv, size_t hd, int n_kv, int group, int n_tokens, int n_pos,
+                             kernels::ThreadPool& pool, const Timer& timer, std::span<const uint8_t> flush = {}) {
   const int n_heads = n_kv * group, bt = kv::Cache::kBlockTokens;
   const size_t head_bytes = *tensor::row_bytes(kv, hd);
   const int n_blocks = (n_pos + bt - 1) / bt;
@@ -214,7 +222,7 @@ double measure_attention(tensor::DType kv, size_t hd, int n_kv, int group, int n
   for (int t = 0; t < n_tokens; ++t) pairs += double(n_heads) * (n_pos - n_tokens + 1 + t);
   auto job = [&] { kernels::attend_batch(items, group, hd, scale, pool, scratch); };
   job();
-  return pairs * (4.0 * double(hd) + 6.0) / timer.median(job, [&] { evict(flush, pool); });
+  return {pairs * (4.0 * double(hd) + 6.0), timer.median(job, [&] { evict(flush, pool); })};
 }
 
 // FLOP/s of a layer's element-wise ops (perf::Cost's counts per token:
@@ -270,16 +278,25 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
     for (int hd : kHeadDims)
       for (int group = 1; group <= kernels::kAttnHeadsPerPass; ++group) {
         const int n_kv = (heads + group - 1) / group;
-        AttentionRate a{std::string(tensor::dtype_info(kv).name), hd, group,
-                        measure_attention(kv, size_t(hd), n_kv, group, 1, kAttnDecodePositions, pool,
-                                          attention_timer, {buf.data(), bytes}),
-                        measure_attention(kv, size_t(hd), n_kv, group, kAttnPrefillTokens, kAttnPrefillPositions,
-                                          pool, attention_timer)};
+        const AttnTiming decode = measure_attention(kv, size_t(hd), n_kv, group, 1, kAttnDecodePositions, pool,
+                                                    attention_timer, {buf.data(), bytes});
+        const AttnTiming chunk = measure_attention(kv, size_t(hd), n_kv, group, kAttnPrefillTokens,
+                                                   kAttnPrefillPositions, pool, attention_timer);
+        const AttnTiming shrt = measure_attention(kv, size_t(hd), n_kv, group, kAttnShortTokens, kAttnShortTokens,
+                                                  pool, attention_timer);
+        // t = tasks · task_s + flops / rate for both chunks: two equations,
+        // two unknowns (a negative task cost is noise around zero).
+        const double tasks_chunk = double(kAttnPrefillTokens * n_kv), tasks_short = double(kAttnShortTokens * n_kv);
+        const double task_s = std::max(0.0, (chunk.seconds * shrt.flops - shrt.seconds * chunk.flops) /
+                                                (tasks_chunk * shrt.flops - tasks_short * chunk.flops));
+        AttentionRate a{std::string(tensor::dtype_info(kv).name), hd, group, decode.rate(),
+                        chunk.flops / std::max(1e-12, chunk.seconds - tasks_chunk * task_s), task_s};
         k.attention.push_back(a);
         if (progress)
           progress("probe: kvlab attention, kv " + a.kv + ", head_dim " + std::to_string(hd) +
                    ", query heads per pass " + std::to_string(group) + ": decode " + fmt_flops(a.decode_flops_per_s) +
-                   ", prefill " + fmt_flops(a.prefill_flops_per_s));
+                   ", prefill " + fmt_flops(a.prefill_flops_per_s) + " + " + fmt_seconds(a.prefill_task_s) +
+                   " per (token, KV head)");
       }
   k.elementwise_flops_per_s = measure_elementwise(pool, timer);
   if (progress) progress("probe: kvlab element-wise ops: " + fmt_flops(k.elementwise_flops_per_s));

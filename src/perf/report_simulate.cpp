@@ -89,6 +89,8 @@ std::string render_md(const Simulation& s) {
   o << "| attention priced | " << precision_name(s.machine.attention_precision) << " "
     << fmt_flops(s.machine.attention_peak_flops) << " x " << fmt_num(s.opt.eff.attention_or_compute(), 2) << " = "
     << fmt_flops(s.machine.attention_rate());
+  if (s.machine.attention_task_s > 0)
+    o << " + " << fmt_seconds(s.machine.attention_task_s) << " per (token, KV head) of a many-token pass";
   if (s.machine.attention_decode_rate() != s.machine.attention_rate())
     o << "; one token per sequence: x " << fmt_num(s.opt.eff.attention_decode_or_attention(), 2) << " = "
       << fmt_flops(s.machine.attention_decode_rate());
@@ -197,6 +199,7 @@ std::string render_json(const Simulation& s) {
         {"eff_compute", s.opt.eff.compute},
         {"eff_attention", s.opt.eff.attention_or_compute()},
         {"eff_attention_decode", s.opt.eff.attention_decode_or_attention()},
+        {"attention_task_us", s.opt.eff.attention_task_s * 1e6},
         {"eff_elementwise", s.opt.eff.elementwise_or_compute()},
         {"threads", s.opt.eff.threads},
         {"row_us", s.opt.eff.row_s * 1e6},

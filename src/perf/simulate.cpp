@@ -40,6 +40,8 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
     throw Error("per-layer overhead must be in [0, 1) s, got " + fmt_num(eff.layer_overhead_s));
   if (!(eff.row_s >= 0 && eff.row_s < 1e-3)) throw Error("per-row cost must be in [0, 1) ms, got " + fmt_num(eff.row_s));
   if (!(eff.call_s >= 0 && eff.call_s < 1)) throw Error("per-call cost must be in [0, 1) s, got " + fmt_num(eff.call_s));
+  if (!(eff.attention_task_s >= 0 && eff.attention_task_s < 1e-3))
+    throw Error("per-task attention cost must be in [0, 1) ms, got " + fmt_num(eff.attention_task_s));
   Machine m;
   m.peak_flops = hw.compute_peak(wanted, &m.precision);
   m.peak_bytes_per_s = hw.mem_bw;
@@ -51,6 +53,7 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
   m.attention_peak_flops = hw.compute_peak(attention.value_or(wanted), &m.attention_precision);
   m.attention_flops = m.attention_peak_flops * eff.attention_or_compute();
   m.attention_decode_flops = m.attention_peak_flops * eff.attention_decode_or_attention();
+  m.attention_task_s = eff.attention_task_s;
   // Norms, RoPE and SiLU are fp32 arithmetic on every engine (CUDA cores, not
   // tensor cores; FMA units on a CPU).
   m.elementwise_flops = hw.compute_peak(Precision::FP32, nullptr) * eff.elementwise_or_compute();
@@ -110,8 +113,13 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
     tasks *= std::ceil(double(p.past + p.new_tokens) / double(kernels::kAttnChunk));
   const double tail = m.threads > 0 ? std::ceil(tasks / m.threads) / (tasks / m.threads) : 1.0;
   const bool one_token = p.new_tokens == 1;
+  // A many-token pass pays a fixed cost per (token, KV head) task besides its
+  // FLOPs (the probe fits both from two chunk lengths); the one-token rate
+  // was measured on the decode shape itself.
+  const double task_s =
+      one_token ? 0.0 : double(p.new_tokens * p.batch) * double(c.n_head_kv) * double(c.n_layer) * m.attention_task_s;
   const double attn_compute =
-      attn_flops / (one_token ? m.attention_decode_rate() : m.attention_rate()) * (attn_flops > 0 ? tail : 1.0);
+      (attn_flops / (one_token ? m.attention_decode_rate() : m.attention_rate()) + task_s) * (attn_flops > 0 ? tail : 1.0);
   const double attn_memory = all.kv_bytes / bytes_per_s;
   t.dense_s = dense;
   t.attention_s = std::max(attn_compute, attn_memory);
@@ -146,6 +154,7 @@ Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::str
   const double attention_peak = hw.compute_peak(kv_format(kv).compute, nullptr);
   e.attention = fraction(at->prefill_flops_per_s, attention_peak);
   e.attention_decode = fraction(at->decode_flops_per_s, attention_peak);
+  e.attention_task_s = at->prefill_task_s;
   e.elementwise = fraction(hw.kernels->elementwise_flops_per_s, hw.compute_peak(Precision::FP32, nullptr));
   e.threads = hw.kernels->threads;
   e.layer_overhead_s = kOtherJobsPerLayer * hw.kernels->dispatch_s;

@@ -51,6 +51,10 @@ struct Efficiency {
   // `compute` (fused attention kernels run on the same units as the GEMMs)
   // and `attention` respectively.
   std::optional<double> attention{}, attention_decode{};
+  // Fixed seconds per (token, KV head) attention task of a many-token pass,
+  // on top of its FLOPs (a short context pays it on few of them); 0 unless
+  // measured.
+  double attention_task_s = 0;
   // Fraction of the fp32 peak the element-wise ops (norms, RoPE, SiLU·up,
   // residual adds) sustain; unset: `compute`.
   std::optional<double> elementwise{};
@@ -73,9 +77,10 @@ struct Efficiency {
 // timed, they are the measured rates over the hardware's peaks:
 //   bandwidth  = one-token matmul bytes/s / best read bandwidth
 //   row_s, call_s = its fixed costs per weight row and per call
-//   compute    = 64-token matmul op/s / peak of dense_precision()
-//   attention, attention_decode = attention FLOP/s, 64-token and one-token shapes (this KV
+//   compute    = 512-token matmul op/s / peak of dense_precision()
+//   attention, attention_decode = attention FLOP/s, many-token and one-token shapes (this KV
 //                format, nearest head width) / peak of the KV format's precision
+//   attention_task_s = the many-token shape's fixed cost per (token, KV head)
 //   elementwise = element-wise FLOP/s / fp32 peak
 //   threads    = the pool size they were measured with
 //   layer_overhead = thread-pool job cost x the 6 element-wise jobs of a kvlab layer
@@ -104,6 +109,7 @@ struct Machine {
   double attention_peak_flops = 0;
   double attention_flops = 0;         // attention_peak_flops · eff.attention
   double attention_decode_flops = 0;  // attention_peak_flops · eff.attention_decode
+  double attention_task_s = 0;        // eff.attention_task_s
   Precision attention_precision = Precision::BF16;
   double elementwise_flops = 0;  // fp32 peak · eff.elementwise
   int threads = 0;               // eff.threads

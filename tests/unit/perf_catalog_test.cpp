@@ -103,7 +103,8 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   std::string text = kProfile;
   text.insert(text.rfind('}'), R"(, "kernels": {"threads": 4, "dispatch_s": 5e-7, "elementwise_flops_per_s": 3e9,
     "matmul": [{"weights": "q4_1", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10}],
-    "attention": [{"kv": "f16", "head_dim": 64, "heads": 3, "decode_flops_per_s": 1e10, "prefill_flops_per_s": 1.5e10},
+    "attention": [{"kv": "f16", "head_dim": 64, "heads": 3, "decode_flops_per_s": 1e10, "prefill_flops_per_s": 1.5e10,
+                   "prefill_task_s": 2e-7},
                   {"kv": "f16", "head_dim": 128, "heads": 3, "decode_flops_per_s": 2e10, "prefill_flops_per_s": 2.5e10},
                   {"kv": "f16", "head_dim": 64, "decode_flops_per_s": 3e10, "prefill_flops_per_s": 3.5e10}]})");
   const HwProfile p = parse_hw_profile(text, "test");
@@ -121,6 +122,9 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_EQ(p.kernels->find_attention("f16", 64, 2), nullptr);
   // An entry without "heads" is from a profile that timed passes of 4.
   EXPECT_DOUBLE_EQ(p.kernels->find_attention("f16", 128, 4)->decode_flops_per_s, 3e10);
+  // The per-task cost is optional: 0 in profiles from before it was measured.
+  EXPECT_DOUBLE_EQ(p.kernels->find_attention("f16", 64, 3)->prefill_task_s, 2e-7);
+  EXPECT_DOUBLE_EQ(p.kernels->find_attention("f16", 128, 3)->prefill_task_s, 0);
   const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "round trip");
   EXPECT_EQ(hw_profile_to_json(q), hw_profile_to_json(p));
   // "this" carries them to the simulator.
@@ -140,6 +144,20 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
     "matmul": [], "attention": [{"kv": "f16", "head_dim": 64, "heads": 5, "decode_flops_per_s": 1e10,
                                  "prefill_flops_per_s": 1.5e10}]})");
   EXPECT_EQ(parse_hw_profile(wide, "p.json").kernels_error, "p.json: kernels: field 'heads' over the kernels' pass width");
+}
+
+TEST(PerfHwProfile, AGroupsAttentionIsItsPasses) {
+  // A group of 6 query heads per KV head runs a pass of 4 and one of 2:
+  // seconds per FLOP add up weighted by the heads of each pass, and a task
+  // (one token, one KV head) runs both passes, so it pays both fixed costs.
+  KernelRates k;
+  k.attention = {{"f16", 64, 4, 4e10, 8e10, 3e-7}, {"f16", 64, 2, 1e10, 2e10, 1e-7}};
+  const std::optional<AttentionRate> g = k.attention_for_group("f16", 64, 6);
+  ASSERT_TRUE(g);
+  EXPECT_DOUBLE_EQ(g->decode_flops_per_s, 6 / (4 / 4e10 + 2 / 1e10));
+  EXPECT_DOUBLE_EQ(g->prefill_flops_per_s, 6 / (4 / 8e10 + 2 / 2e10));
+  EXPECT_DOUBLE_EQ(g->prefill_task_s, 4e-7);
+  EXPECT_FALSE(k.attention_for_group("f16", 64, 3));  // no pass of 3 measured
 }
 
 TEST(PerfHwProfile, ReadBandwidthBySizeIsOptionalAndRoundTrips) {

@@ -154,6 +154,34 @@ TEST(PerfSimulate, APassThatFitsInTheCachesReadsAtTheirRate) {
 // The probed machine of tests/common/probed_machine.h.
 Hardware probed() { return test::probed_machine(); }
 
+TEST(PerfSimulate, AManyTokenPassPaysEachAttentionTasksFixedCost) {
+  // Attention of DenseAndAttentionAreTwoRooflinesInSequence's two-token pass:
+  // 792 FLOP at 1000/s. With 0.1 s per (token, KV head) task, its 2 tokens x
+  // 1 KV head x 2 layers add 0.4 s. A one-token pass is priced at the decode
+  // rate, measured on its own shape, with no task cost.
+  Machine m = ideal(1e3, 1e9);
+  m.attention_task_s = 0.1;
+  Pass p;
+  p.past = 3;
+  p.new_tokens = 2;
+  p.weight_bytes = 1.0;
+  p.kv_bytes = 2.0;
+  EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792 + 0.4);
+  p.new_tokens = 1;
+  Machine no_task = m;
+  no_task.attention_task_s = 0;
+  EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, time_pass(hand_config(), p, no_task).attention_s);
+  // The probe's figure reaches the machine through the efficiencies.
+  Hardware hw = probed();
+  hw.kernels->attention[2].prefill_task_s = 5e-7;  // f16, head_dim 64, passes of 3
+  model::Config c = hand_config();
+  c.head_dim = 64;
+  c.n_head = 3;
+  const Efficiency e = efficiency_for(hw, "q4_1", "f16", c);
+  EXPECT_DOUBLE_EQ(e.attention_task_s, 5e-7);
+  EXPECT_DOUBLE_EQ(make_machine(hw, Precision::INT8, e).attention_task_s, 5e-7);
+}
+
 TEST(PerfSimulate, EfficienciesOfAProbedMachineAreItsKernelsOverItsPeaks) {
   const model::Config c = resolve_model("smollm2-135m").config;  // head_dim 64
   const Hardware h = probed();
