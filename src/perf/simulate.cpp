@@ -108,7 +108,8 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   // thread splits each into chunks of kernels::kAttnChunk positions. The
   // slowest of n threads runs ceil(tasks / n) of them, not tasks / n
   // (decode at position 100: 3 tasks on 2 threads, 2 against 1.5).
-  double tasks = double(p.new_tokens * p.batch) * double(c.n_head_kv);
+  const double items = double(p.new_tokens * p.batch) * double(c.n_head_kv);  // (token, KV head) per layer
+  double tasks = items;
   if (m.threads > 0 && tasks < 2.0 * m.threads)
     tasks *= std::ceil(double(p.past + p.new_tokens) / double(kernels::kAttnChunk));
   const double tail = m.threads > 0 ? std::ceil(tasks / m.threads) / (tasks / m.threads) : 1.0;
@@ -116,8 +117,7 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   // A many-token pass pays a fixed cost per (token, KV head) task besides its
   // FLOPs (the probe fits both from two chunk lengths); the one-token rate
   // was measured on the decode shape itself.
-  const double task_s =
-      one_token ? 0.0 : double(p.new_tokens * p.batch) * double(c.n_head_kv) * double(c.n_layer) * m.attention_task_s;
+  const double task_s = one_token ? 0.0 : items * double(c.n_layer) * m.attention_task_s;
   const double attn_compute =
       (attn_flops / (one_token ? m.attention_decode_rate() : m.attention_rate()) + task_s) * (attn_flops > 0 ? tail : 1.0);
   const double attn_memory = all.kv_bytes / bytes_per_s;
