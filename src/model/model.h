@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/aligned_vector.h"
 #include "gguf/file.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
@@ -40,15 +41,16 @@ class Workspace {
  private:
   friend class Model;
   int max_tokens_;
-  std::vector<float> x;       // (T, n_embd)  residual stream
-  std::vector<float> xn;      // (T, n_embd)  normalised input of a sub-layer
-  std::vector<float> q;       // (T, q_dim)
-  std::vector<float> k;       // (T, kv_dim)
-  std::vector<float> v;       // (T, kv_dim)
-  std::vector<float> att;     // (T, q_dim)   attention output, heads concatenated
-  std::vector<float> gate;    // (T, n_ff)
-  std::vector<float> up;      // (T, n_ff)
-  std::vector<float> rope;    // (T, rope_dim) cos/sin pairs per token
+  // Matmul inputs and outputs, on cache-line boundaries (common/aligned_vector.h).
+  AlignedVector<float> x;     // (T, n_embd)  residual stream
+  AlignedVector<float> xn;    // (T, n_embd)  normalised input of a sub-layer
+  AlignedVector<float> q;     // (T, q_dim)
+  AlignedVector<float> k;     // (T, kv_dim)
+  AlignedVector<float> v;     // (T, kv_dim)
+  AlignedVector<float> att;   // (T, q_dim)   attention output, heads concatenated
+  AlignedVector<float> gate;  // (T, n_ff)
+  AlignedVector<float> up;    // (T, n_ff)
+  std::vector<float> rope;      // (T, rope_dim) cos/sin pairs per token
   std::vector<float> rope_swa;  // (T, rope_dim) the same for local layers (gemma3), else empty
   std::vector<kernels::AttnItem> attn_items;  // (T * n_head_kv) one per token and KV head
   kernels::AttnScratch attn;
