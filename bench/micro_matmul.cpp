@@ -23,6 +23,7 @@
 
 #include <memory>
 
+#include "common/aligned_vector.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/rows8.h"
@@ -47,8 +48,10 @@ void BM_matmul(benchmark::State& state, kernels::Isa isa, DType dtype, bool rows
     state.SkipWithError("no rows-of-8 kernel for this dtype at this ISA");
     return;
   }
-  const auto x = random_floats(n_tokens * cols, 11);
-  std::vector<float> y(n_tokens * rows);
+  // On cache-line boundaries, as the engine's activations (model/model.h).
+  const auto r = random_floats(n_tokens * cols, 11);
+  const AlignedVector<float> x(r.begin(), r.end());
+  AlignedVector<float> y(n_tokens * rows);
   kernels::ThreadPool pool(threads);
   kernels::MatmulScratch scratch;
   kernels::matmul(w, x.data(), n_tokens, y.data(), pool, scratch);  // size the scratch, warm the caches

@@ -200,23 +200,30 @@ ParamCount param_count(const model::Config& c) {
 
 std::array<MatmulJob, 5> matmul_jobs(const model::Config& c) {
   const double L = c.n_layer, d = c.n_embd, ff = c.n_ff, qd = c.q_dim(), kvd = c.kv_dim();
-  return {{{{Op::Q, Op::K, Op::V}, 3, L * (qd + 2.0 * kvd), L},
-           {{Op::O}, 1, L * d, L},
-           {{Op::Gate, Op::Up}, 2, L * 2.0 * ff, L},
-           {{Op::Down}, 1, L * d, L},
-           {{Op::LmHead}, 1, double(c.n_vocab), 1.0}}};
+  return {{{{Op::Q, Op::K, Op::V}, 3, L * (qd + 2.0 * kvd), L, d},
+           {{Op::O}, 1, L * d, L, qd},
+           {{Op::Gate, Op::Up}, 2, L * 2.0 * ff, L, d},
+           {{Op::Down}, 1, L * d, L, ff},
+           {{Op::LmHead}, 1, double(c.n_vocab), 1.0, d}}};
 }
+
+namespace {
+template <class F>
+double sum_over_jobs(const model::Config& c, const F& f) {
+  double sum = 0;
+  for (const MatmulJob& j : matmul_jobs(c)) sum += f(j);
+  return sum;
+}
+}  // namespace
 
 double matmul_rows(const model::Config& c) {
-  double rows = 0;
-  for (const MatmulJob& j : matmul_jobs(c)) rows += j.rows;
-  return rows;
+  return sum_over_jobs(c, [](const MatmulJob& j) { return j.rows; });
 }
-
 double matmul_calls(const model::Config& c) {
-  double calls = 0;
-  for (const MatmulJob& j : matmul_jobs(c)) calls += j.calls;
-  return calls;
+  return sum_over_jobs(c, [](const MatmulJob& j) { return j.calls; });
+}
+double matmul_inputs(const model::Config& c) {
+  return sum_over_jobs(c, [](const MatmulJob& j) { return j.calls * j.cols; });
 }
 
 double weight_memory_bytes(const model::Config& c, double weight_bytes) {

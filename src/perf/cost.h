@@ -105,16 +105,19 @@ ParamCount param_count(const model::Config& c);
 // an input (model/model.cpp: Q, K and V; O; gate and up; down) in every
 // layer, then the LM head. `rows` is the weight rows (output features) the
 // job multiplies by: a one-token matmul computes one dot product, and pays
-// one row's fixed cost, per row. `calls` counts its jobs over all layers.
+// one row's fixed cost, per row. `calls` counts its jobs over all layers,
+// `cols` is the input features of one of them.
 struct MatmulJob {
   std::array<Op, 3> ops;
   size_t n_ops;
-  double rows, calls;
+  double rows, calls, cols;
 };
 std::array<MatmulJob, 5> matmul_jobs(const model::Config& c);
 // Their sums: L·(q + 2·kv + d + 2·f + d) + V rows, 4·L + 1 calls.
 double matmul_rows(const model::Config& c);
 double matmul_calls(const model::Config& c);
+// Their input columns, converted once per call: L·(d + q + d + f) + d.
+double matmul_inputs(const model::Config& c);
 
 // Bytes the weights occupy in memory: matrices at `weight_bytes` each, norm
 // gains at 4 bytes.

@@ -61,7 +61,9 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
     if (!e.is_object()) field_error(where, "matmul", "entries must be objects");
     k.matmul.push_back({text(e, where, "weights"), positive_number(e, where, "gemv_bytes_per_s"),
                         non_negative(e, where, "gemv_row_s"), non_negative(e, where, "gemv_call_s"),
-                        positive_number(e, where, "gemm_ops_per_s")});
+                        positive_number(e, where, "gemm_ops_per_s"),
+                        e.contains("gemm_input_s") ? non_negative(e, where, "gemm_input_s") : 0.0,
+                        e.contains("gemm_output_s") ? non_negative(e, where, "gemm_output_s") : 0.0});
   }
   if (!j.contains("attention") || !j["attention"].is_array()) field_error(where, "attention", "missing or not an array");
   for (const json& e : j["attention"]) {
@@ -228,7 +230,9 @@ std::string hw_profile_to_json(const HwProfile& p) {
                     {"gemv_bytes_per_s", m.gemv_bytes_per_s},
                     {"gemv_row_s", m.gemv_row_s},
                     {"gemv_call_s", m.gemv_call_s},
-                    {"gemm_ops_per_s", m.gemm_ops_per_s}});
+                    {"gemm_ops_per_s", m.gemm_ops_per_s},
+                    {"gemm_input_s", m.gemm_input_s},
+                    {"gemm_output_s", m.gemm_output_s}});
     for (const AttentionRate& a : p.kernels->attention)
       att.push_back({{"kv", a.kv},
                      {"head_dim", a.head_dim},

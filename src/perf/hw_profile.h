@@ -30,7 +30,9 @@
 //                     "gemv_bytes_per_s": 3.1e11,  // decode (1 token): weights streamed from DRAM
 //                     "gemv_row_s": 2e-9,          // + this per weight row (fixed cost of a row)
 //                     "gemv_call_s": 3e-6,         // + this per matmul call (start and tail)
-//                     "gemm_ops_per_s": 9e12 } ],  // prefill (512 tokens, weights in cache), 2 op/MAC
+//                     "gemm_ops_per_s": 9e12,      // prefill (512 tokens, weights in cache), 2 op/MAC,
+//                     "gemm_input_s": 6e-10,       // + this per token per input column,
+//                     "gemm_output_s": 1e-10 } ],  // + this per token per output row: both optional
 //       "attention": [ { "kv": "f16", "head_dim": 64,   // (4·head_dim + 6) FLOP per query-key pair
 //                        "heads": 4,                    // query heads per KV head per pass (1..4;
 //                                                       //   4 where absent: the first profiles)
@@ -81,7 +83,16 @@ struct MatmulRate {
   double gemv_bytes_per_s = 0;  // one-token matmul, weights from DRAM, long rows
   double gemv_row_s = 0;        // fixed seconds per weight row on top of the bytes
   double gemv_call_s = 0;       // fixed seconds per matmul call (waking the pool, the first and last tiles)
-  double gemm_ops_per_s = 0;    // 512-token matmul, weights in cache; 2 op per multiply-add
+  double gemm_ops_per_s = 0;    // 512-token matmul, weights in cache; 2 op per multiply-add, beside:
+  // fixed costs per token of a call's input columns (converted to the
+  // activation format, once per call) and of its output rows (each sum
+  // scaled and stored), wall seconds on the whole pool: with gemm_ops_per_s,
+  // t = FLOPs / rate + tokens · (cols · gemm_input_s + rows · gemm_output_s)
+  // fits three matrices of equal FLOPs and different shapes. Small matrices
+  // pay them on few FLOPs: 576 x 576 and 192 x 576 q4_1 ran at 0.9x and 0.7x
+  // the op/s of 1024 x 1024 (bench/micro_matmul.cpp, 512 tokens, 2 threads,
+  // 2026-12-03). 0 in profiles from before they were measured.
+  double gemm_input_s = 0, gemm_output_s = 0;
 };
 
 // Counted as perf::Cost counts attention: 4·head_dim + 6 FLOP per query-key pair.

@@ -752,10 +752,11 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
     const KernelRates& k = *p.kernels;
     o << "\n### kvlab's kernels (" << thread_word(k.threads)
       << ", the median of a few runs)\n\nMatmul, decode: one token, weights streamed from DRAM: time = bytes / "
-         "rate + rows x per-row cost + calls x per-call cost. Prefill: 512 tokens, weights in cache. Fractions are of the read bandwidth "
+         "rate + rows x per-row cost + calls x per-call cost. Prefill: 512 tokens, weights in cache: time = FLOPs / "
+         "rate + tokens x (cols x per-input cost + rows x per-output cost). Fractions are of the read bandwidth "
          "and of the peak of the arithmetic the kernel uses (int8 dot for q8_0/q4_x, fp32 FMA otherwise).\n\n"
-      << "| weights | decode rate | of read bandwidth | per row | per call | prefill rate | of peak |\n"
-      << "|---|---:|---:|---:|---:|---:|---:|\n";
+      << "| weights | decode rate | of read bandwidth | per row | per call | prefill rate | of peak | per input | per output |\n"
+      << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const MatmulRate& r : k.matmul) {
       const bool integer = r.weights.rfind("q", 0) == 0;
       const double peak = integer ? p.peak_int8_ops : p.peak_fp32_flops;
@@ -763,7 +764,8 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
         << (bw > 0 ? fmt_num(100 * r.gemv_bytes_per_s / bw, 2) + "%" : std::string("-")) << " | "
         << fmt_seconds(r.gemv_row_s) << " | " << fmt_seconds(r.gemv_call_s) << " | "
         << (integer ? ops(r.gemm_ops_per_s) : fmt_flops(r.gemm_ops_per_s))
-        << " | " << (peak > 0 ? fmt_num(100 * r.gemm_ops_per_s / peak, 2) + "%" : std::string("-")) << " |\n";
+        << " | " << (peak > 0 ? fmt_num(100 * r.gemm_ops_per_s / peak, 2) + "%" : std::string("-")) << " | "
+        << fmt_seconds(r.gemm_input_s) << " | " << fmt_seconds(r.gemm_output_s) << " |\n";
     }
     auto of_fp32 = [&](double v) { return fmt_num(100 * v / p.peak_fp32_flops, 2) + "%"; };
     o << "\nAttention (4·head_dim + 6 FLOP per query-key pair): decode is one token over 4096 positions, "

@@ -4,6 +4,7 @@
 // hardware can do; these say what the engine's matmul and attention kernels
 // get out of it, measured in isolation, never from a whole model run.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "common/aligned_vector.h"
 #include "common/error.h"
 #include "common/huge_buffer.h"
 #include "kernels/attention.h"
@@ -52,6 +54,13 @@ constexpr size_t kShortCols = 512, kShortRows = 4096;
 // matrix that stays in cache between calls, as a prefill chunk's weights do
 // across its token tiles.
 constexpr size_t kGemmDim = 1024, kGemmTokens = 512;
+// and two of its FLOPs 16x as tall as wide and 16x as wide as tall, to tell
+// the costs per token of a call's input columns and output rows from the
+// rate per FLOP.
+struct GemmShape {
+  size_t rows, cols;
+};
+constexpr GemmShape kGemmShapes[] = {{kGemmDim, kGemmDim}, {4 * kGemmDim, kGemmDim / 4}, {kGemmDim / 4, 4 * kGemmDim}};
 // Attention, in kvlab's paged layout (blocks of kv::Cache::kBlockTokens
 // positions), for each width of a pass of the kernels (1 .. 4 query heads per
 // KV head, GQA), one pool task per (token, KV head) as the engine runs it, at
@@ -75,22 +84,49 @@ std::atomic<uint64_t> g_evict_sink{0};  // keeps evict()'s reads
 struct Timer {
   int min_runs, max_runs;
   double max_s;
-  // Runs fn up to max_runs times (at least min_runs, no new run after max_s)
-  // and returns the median, seconds. Unlike the peaks (the best window: what
-  // the hardware can do), these become efficiencies that predict typical
-  // runs, so they are typical runs.
+  // Runs fn up to max_runs times (at least min_runs, no new run after max_s).
+  template <class F>
+  void repeat(const F& fn) const {
+    const Clock::time_point start = Clock::now();
+    for (int i = 0; i < max_runs; ++i) {
+      fn();
+      if (i + 1 >= min_runs && std::chrono::duration<double>(Clock::now() - start).count() > max_s) break;
+    }
+  }
+  // The median of fn's runs, seconds. Unlike the peaks (the best window:
+  // what the hardware can do), these become efficiencies that predict
+  // typical runs, so they are typical runs.
   // `before` runs untimed ahead of every run.
   template <class F, class G = void (*)()>
   double median(const F& fn, const G& before = [] {}) const {
-    const Clock::time_point start = Clock::now();
     std::vector<double> s;
-    for (int i = 0; i < max_runs; ++i) {
+    repeat([&] {
       before();
-      const Clock::time_point t0 = Clock::now();
-      fn();
-      s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      if (i + 1 >= min_runs && std::chrono::duration<double>(Clock::now() - start).count() > max_s) break;
-    }
+      s.push_back(seconds(fn));
+    });
+    return middle(s);
+  }
+  // The medians of each of fns, run in turn (a run is one of each).
+  template <class... F>
+  std::array<double, sizeof...(F)> medians(const F&... fns) const {
+    std::array<std::vector<double>, sizeof...(F)> s;
+    repeat([&] {
+      size_t i = 0;
+      (s[i++].push_back(seconds(fns)), ...);
+    });
+    std::array<double, sizeof...(F)> m;
+    for (size_t i = 0; i < m.size(); ++i) m[i] = middle(s[i]);
+    return m;
+  }
+
+ private:
+  template <class F>
+  static double seconds(const F& fn) {
+    const Clock::time_point t0 = Clock::now();
+    fn();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  static double middle(std::vector<double>& s) {
     std::sort(s.begin(), s.end());
     return s[s.size() / 2];
   }
@@ -116,18 +152,21 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
   MatmulRate r;
   r.weights = std::string(info.name);
   kernels::MatmulScratch scratch;
-  std::vector<float> x(kGemmTokens * kGemmDim, 0.5f), y(kGemmTokens * std::max(kGemmDim, kShortRows));
-  // `n` matrices of `rows` x `cols` filling the buffer from the start, in the
-  // layout the engine loads them in (kernels/rows8.h). Re-filled for every
-  // shape (the rows-of-8 layout depends on it), only as far as they reach.
+  // On cache-line boundaries, as the engine's (model/model.h).
+  AlignedVector<float> x(kGemmTokens * 4 * kGemmDim, 0.5f), y(kGemmTokens * std::max(4 * kGemmDim, kShortRows));
+  // A `rows` x `cols` matrix of valid weights at `at`, in the layout the
+  // engine loads them in (kernels/rows8.h). Re-filled for every shape (the
+  // rows-of-8 layout depends on it).
+  auto place = [&](uint8_t* at, size_t rows, size_t cols) {
+    kernels::WeightMatrix m{t, at, rows, cols, *tensor::row_bytes(t, cols)};
+    fill_weights(t, at, m.bytes());
+    kernels::relayout_rows8(m, at);
+    return m;
+  };
+  // `n` such matrices filling the buffer from the start, only as far as they reach.
   auto matrices = [&](size_t rows, size_t cols, size_t n) {
-    const size_t mat = rows * *tensor::row_bytes(t, cols);
-    fill_weights(t, buf, n * mat);
     std::vector<kernels::WeightMatrix> ms;
-    for (size_t i = 0; i < n; ++i) {
-      ms.push_back({t, buf + i * mat, rows, cols, mat / rows});
-      kernels::relayout_rows8(ms.back(), buf + i * mat);
-    }
+    for (size_t i = 0; i < n; ++i) ms.push_back(place(buf + i * rows * *tensor::row_bytes(t, cols), rows, cols));
     return ms;
   };
   // One pass over the buffer (>= 2 x L3, so from DRAM) as `n` matrices of
@@ -153,15 +192,39 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
       bytes / std::max(1e-9, t_a - double(n * kLongRows) * r.gemv_row_s - double(n) * r.gemv_call_s);
 
   // Prefill: a 512-token chunk against a cached matrix, 2 op per
-  // multiply-add. A run takes a few milliseconds, so a few of them can catch
-  // a burst of speed the engine's seconds-long prefills do not sustain (one
-  // round in three of bench/sim-vs-measured priced prefill 1.5x fast when
-  // runs were 64 tokens): the median of many runs over a longer window.
-  const kernels::WeightMatrix w = matrices(kGemmDim, kGemmDim, 1)[0];
-  kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch);  // warm the cache
-  const Timer sustained{timer.min_runs * 4, timer.max_runs * 8, timer.max_s * 3};
-  const double s = sustained.median([&] { kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch); });
-  r.gemm_ops_per_s = 2.0 * double(kGemmDim * kGemmDim * kGemmTokens) / s;
+  // multiply-add, for three matrices of the same FLOPs: square, tall and
+  // wide. t = FLOPs / rate + tokens · (cols · input_s + rows · output_s) for
+  // each: three equations, three unknowns (a negative cost is noise around
+  // zero).
+  // A run takes a few milliseconds, so a few of them can catch a burst of
+  // speed the engine's seconds-long prefills do not sustain (one round in
+  // three of bench/sim-vs-measured priced prefill 1.5x fast when runs were
+  // 64 tokens): the median of many runs over a longer window, the three
+  // shapes in turn, so all see the machine in the same state.
+  kernels::WeightMatrix gemms[std::size(kGemmShapes)];
+  for (size_t i = 0, at = 0; i < std::size(kGemmShapes); ++i) {
+    gemms[i] = place(buf + at, kGemmShapes[i].rows, kGemmShapes[i].cols);
+    at += gemms[i].bytes();
+  }
+  auto gemm = [&](const kernels::WeightMatrix& w) { kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch); };
+  for (const kernels::WeightMatrix& w : gemms) gemm(w);  // warm the caches
+  // As many matmuls as 4x the least and 8x the most runs of one.
+  const Timer sustained{timer.min_runs * 4 / 3, timer.max_runs * 8 / 3, timer.max_s * 3};
+  const std::array<double, 3> s = sustained.medians([&] { gemm(gemms[0]); }, [&] { gemm(gemms[1]); },
+                                                    [&] { gemm(gemms[2]); });
+  // Less the square's time: d_i = tokens · (dcols_i · input_s + drows_i · output_s), i = 1, 2.
+  double dc[2], dr[2], d[2];
+  for (int i = 0; i < 2; ++i) {
+    dc[i] = double(kGemmTokens) * (double(kGemmShapes[i + 1].cols) - double(kGemmShapes[0].cols));
+    dr[i] = double(kGemmTokens) * (double(kGemmShapes[i + 1].rows) - double(kGemmShapes[0].rows));
+    d[i] = s[size_t(i) + 1] - s[0];
+  }
+  const double det = dc[0] * dr[1] - dc[1] * dr[0];
+  r.gemm_input_s = std::max(0.0, (d[0] * dr[1] - d[1] * dr[0]) / det);
+  r.gemm_output_s = std::max(0.0, (dc[0] * d[1] - dc[1] * d[0]) / det);
+  const double fixed = double(kGemmTokens) * (double(kGemmShapes[0].cols) * r.gemm_input_s +
+                                              double(kGemmShapes[0].rows) * r.gemm_output_s);
+  r.gemm_ops_per_s = 2.0 * double(kGemmDim * kGemmDim * kGemmTokens) / std::max(1e-9, s[0] - fixed);
   return r;
 }
 
@@ -270,7 +333,8 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
     if (progress)
       progress("probe: kvlab matmul " + r.weights + ": decode " + fmt_bandwidth(r.gemv_bytes_per_s) + " + " +
                fmt_seconds(r.gemv_row_s) + " per row + " + fmt_seconds(r.gemv_call_s) + " per call, prefill " +
-               fmt_flops(r.gemm_ops_per_s));
+               fmt_flops(r.gemm_ops_per_s) + " + " + fmt_seconds(r.gemm_input_s) + " per token-input + " +
+               fmt_seconds(r.gemm_output_s) + " per token-output");
   }
   // At least 4 query heads per thread and 16 in all.
   const int heads = std::max(16, 4 * threads);

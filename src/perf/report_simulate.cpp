@@ -69,7 +69,12 @@ std::string render_md(const Simulation& s) {
   o << "| KV cache | " << s.opt.kv << ", " << fmt_bytes(s.kv_bytes_per_token) << " per position per sequence |\n";
   o << "| batch x (prompt + gen) | " << s.opt.batch << " x (" << s.opt.prompt << " + " << s.opt.gen << ") |\n";
   o << "| compute priced | " << precision_name(s.machine.precision) << " " << fmt_flops(s.machine.peak_flops)
-    << " dense x " << fmt_num(s.opt.eff.compute, 2) << " = " << fmt_flops(s.machine.flops) << " |\n";
+    << " dense x " << fmt_num(s.opt.eff.compute, 2) << " = " << fmt_flops(s.machine.flops);
+  if (s.machine.matmul_input_s > 0 || s.machine.matmul_output_s > 0)
+    o << " + per token, " << fmt_seconds(s.machine.matmul_input_s) << " x " << fmt_num(matmul_inputs(s.model))
+      << " input columns + " << fmt_seconds(s.machine.matmul_output_s) << " x " << fmt_num(matmul_rows(s.model))
+      << " output rows of the matmuls";
+  o << " |\n";
   o << "| bandwidth priced | " << fmt_bandwidth(s.machine.peak_bytes_per_s) << " x " << fmt_num(s.opt.eff.bandwidth, 2)
     << " = " << fmt_bandwidth(s.machine.bytes_per_s) << " |\n";
   if (!s.machine.read_bw_by_size.empty() && !s.steps.empty()) {
@@ -204,6 +209,8 @@ std::string render_json(const Simulation& s) {
         {"threads", s.opt.eff.threads},
         {"row_us", s.opt.eff.row_s * 1e6},
         {"call_us", s.opt.eff.call_s * 1e6},
+        {"matmul_input_ns", s.opt.eff.matmul_input_s * 1e9},
+        {"matmul_output_ns", s.opt.eff.matmul_output_s * 1e9},
         {"layer_overhead_us", s.opt.eff.layer_overhead_s * 1e6},
         {"eff_source", s.opt.eff.source}}},
       {"machine",

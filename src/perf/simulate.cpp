@@ -40,6 +40,8 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
     throw Error("per-layer overhead must be in [0, 1) s, got " + fmt_num(eff.layer_overhead_s));
   if (!(eff.row_s >= 0 && eff.row_s < 1e-3)) throw Error("per-row cost must be in [0, 1) ms, got " + fmt_num(eff.row_s));
   if (!(eff.call_s >= 0 && eff.call_s < 1)) throw Error("per-call cost must be in [0, 1) s, got " + fmt_num(eff.call_s));
+  for (double v : {eff.matmul_input_s, eff.matmul_output_s})
+    if (!(v >= 0 && v < 1e-6)) throw Error("per-token matmul input and output costs must be in [0, 1) us, got " + fmt_num(v));
   if (!(eff.attention_task_s >= 0 && eff.attention_task_s < 1e-3))
     throw Error("per-task attention cost must be in [0, 1) ms, got " + fmt_num(eff.attention_task_s));
   Machine m;
@@ -50,6 +52,8 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
   m.layer_overhead_s = eff.layer_overhead_s;
   m.row_s = eff.row_s;
   m.call_s = eff.call_s;
+  m.matmul_input_s = eff.matmul_input_s;
+  m.matmul_output_s = eff.matmul_output_s;
   m.attention_peak_flops = hw.compute_peak(attention.value_or(wanted), &m.attention_precision);
   m.attention_flops = m.attention_peak_flops * eff.attention_or_compute();
   m.attention_decode_flops = m.attention_peak_flops * eff.attention_decode_or_attention();
@@ -95,7 +99,12 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
       bytes += cost[job.ops[i]].weight_bytes;
     }
     other_bytes -= bytes;
-    const double compute = flops / m.flops, memory = bytes / bytes_per_s + job.rows * m.row_s + job.calls * m.call_s;
+    // Tokens through each of the job's calls: its FLOPs are 2 per weight
+    // per token. Each token's input is converted once per call, and every
+    // output row's sum is scaled and stored.
+    const double tokens = flops / (2.0 * job.rows * job.cols);
+    const double fixed = tokens * (job.calls * job.cols * m.matmul_input_s + job.rows * m.matmul_output_s);
+    const double compute = flops / m.flops + fixed, memory = bytes / bytes_per_s + job.rows * m.row_s + job.calls * m.call_s;
     dense += std::max(compute, memory);
     dense_compute += compute;
     dense_memory += memory;
@@ -150,6 +159,8 @@ Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::str
   e.bandwidth = fraction(mm->gemv_bytes_per_s, hw.mem_bw);
   e.row_s = mm->gemv_row_s;
   e.call_s = mm->gemv_call_s;
+  e.matmul_input_s = mm->gemm_input_s;
+  e.matmul_output_s = mm->gemm_output_s;
   e.compute = fraction(mm->gemm_ops_per_s, hw.compute_peak(dense_precision(hw, weight_format(weights)), nullptr));
   const double attention_peak = hw.compute_peak(kv_format(kv).compute, nullptr);
   e.attention = fraction(at->prefill_flops_per_s, attention_peak);

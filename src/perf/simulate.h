@@ -4,7 +4,7 @@
 // kernels) that runs after the one before:
 //
 //   t(pass) = sum over matmul jobs j (perf::matmul_jobs) of
-//               max(FLOPs_j / (peak · eff_compute),
+//               max(FLOPs_j / (peak · eff_compute) + tokens_j · (calls_j · cols_j · input_s + rows_j · output_s),
 //                   weight bytes_j / (peak_bw · eff_bandwidth) + rows_j · row_s + calls_j · call_s)
 //           + max(element-wise FLOPs / (fp32 peak · eff_elementwise),
 //                 other weight bytes (embedding rows, norm gains) / (peak_bw · eff_bandwidth))
@@ -62,6 +62,10 @@ struct Efficiency {
   // matmul, on top of its bytes (a row's reduction and store, a new stream;
   // waking the pool, the first and the last tiles); 0 unless measured.
   double row_s = 0, call_s = 0;
+  // Fixed seconds per token of a compute-bound matmul's input column
+  // (converted once per call) and of its output row (scaled and stored), on
+  // top of its FLOPs (a small matrix pays them on few); 0 unless measured.
+  double matmul_input_s = 0, matmul_output_s = 0;
   // Threads the engine splits attention over, one task per (token, head);
   // 0: unknown, no tail.
   int threads = 0;
@@ -78,6 +82,7 @@ struct Efficiency {
 //   bandwidth  = one-token matmul bytes/s / best read bandwidth
 //   row_s, call_s = its fixed costs per weight row and per call
 //   compute    = 512-token matmul op/s / peak of dense_precision()
+//   matmul_input_s, matmul_output_s = its fixed costs per token of an input column, an output row
 //   attention, attention_decode = attention FLOP/s, many-token and one-token shapes (this KV
 //                format, nearest head width) / peak of the KV format's precision
 //   attention_task_s = the many-token shape's fixed cost per (token, KV head)
@@ -103,6 +108,8 @@ struct Machine {
   double layer_overhead_s = 0;
   double row_s = 0;             // eff.row_s
   double call_s = 0;            // eff.call_s
+  double matmul_input_s = 0;    // eff.matmul_input_s
+  double matmul_output_s = 0;   // eff.matmul_output_s
   Precision precision = Precision::BF16;
   // Attention over the context, priced at its own precision and efficiency,
   // and the element-wise ops at fp32 (0: at `flops`).

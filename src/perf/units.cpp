@@ -41,6 +41,7 @@ std::string fmt_num(double v, int significant) {
 std::string fmt_seconds(double s) {
   if (std::fabs(s) >= 1.0) return fmt_num(s) + " s";
   if (std::fabs(s) >= 1e-3) return fmt_num(s * 1e3) + " ms";
+  if (s != 0 && std::fabs(s) < 1e-6) return fmt_num(s * 1e9) + " ns";
   return fmt_num(s * 1e6) + " us";
 }
 

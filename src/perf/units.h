@@ -6,7 +6,7 @@
 namespace kvlab::perf {
 
 std::string fmt_num(double v, int significant = 3);  // 0.00123 -> "0.00123", 12345 -> "12300"
-std::string fmt_seconds(double s);                   // "6.95 ms", "1.23 s", "850 us"
+std::string fmt_seconds(double s);                   // "6.95 ms", "1.23 s", "850 us", "0.467 ns"
 std::string fmt_bytes(double b);                     // "16.1 GB"
 std::string fmt_bandwidth(double bytes_per_s);       // "3.35 TB/s"
 std::string fmt_flops(double flops_per_s);           // "989 TFLOP/s"

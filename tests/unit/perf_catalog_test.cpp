@@ -102,7 +102,9 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_FALSE(parse_hw_profile(kProfile, "test").kernels);  // a profile from before kernels were probed
   std::string text = kProfile;
   text.insert(text.rfind('}'), R"(, "kernels": {"threads": 4, "dispatch_s": 5e-7, "elementwise_flops_per_s": 3e9,
-    "matmul": [{"weights": "q4_1", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10}],
+    "matmul": [{"weights": "q4_1", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10,
+                "gemm_input_s": 4e-10, "gemm_output_s": 1e-10},
+               {"weights": "q8_0", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10}],
     "attention": [{"kv": "f16", "head_dim": 64, "heads": 3, "decode_flops_per_s": 1e10, "prefill_flops_per_s": 1.5e10,
                    "prefill_task_s": 2e-7},
                   {"kv": "f16", "head_dim": 128, "heads": 3, "decode_flops_per_s": 2e10, "prefill_flops_per_s": 2.5e10},
@@ -115,7 +117,13 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   ASSERT_NE(p.kernels->find_matmul("q4_1"), nullptr);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemv_row_s, 2e-8);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemv_call_s, 3e-6);
-  EXPECT_EQ(p.kernels->find_matmul("q8_0"), nullptr);
+  // The prefill matmul's costs per token of an input column and an output
+  // row are optional: 0 in profiles from before they were measured.
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemm_input_s, 4e-10);
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemm_output_s, 1e-10);
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->gemm_input_s, 0);
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->gemm_output_s, 0);
+  EXPECT_EQ(p.kernels->find_matmul("q4_0"), nullptr);
   EXPECT_EQ(p.kernels->find_attention("f16", 96, 3)->head_dim, 64);  // ties go to the first
   EXPECT_EQ(p.kernels->find_attention("f16", 120, 3)->head_dim, 128);
   EXPECT_EQ(p.kernels->find_attention("q8_0", 64, 3), nullptr);

@@ -27,6 +27,9 @@ TEST(PerfCost, MatmulRowsOfATinyModelByHand) {
   // features; 2 layers and the LM head's 10: 138.
   EXPECT_DOUBLE_EQ(matmul_rows(hand_config()), 138.0);
   EXPECT_DOUBLE_EQ(matmul_calls(hand_config()), 9.0);  // 4 jobs per layer (QKV, O, gate+up, down), the LM head
+  // Input columns, once per call: d 8 (QKV) + q_dim 8 (O) + d 8 (gate, up) +
+  // d_ff 16 (down) = 40 per layer; 2 layers and the LM head's 8: 88.
+  EXPECT_DOUBLE_EQ(matmul_inputs(hand_config()), 88.0);
 }
 
 TEST(PerfCost, EveryOpOfATinyPassByHand) {

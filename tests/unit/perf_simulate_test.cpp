@@ -182,6 +182,39 @@ TEST(PerfSimulate, AManyTokenPassPaysEachAttentionTasksFixedCost) {
   EXPECT_DOUBLE_EQ(make_machine(hw, Precision::INT8, e).attention_task_s, 5e-7);
 }
 
+TEST(PerfSimulate, AComputeBoundMatmulPaysEachTokensInputColumnsAndOutputRows) {
+  // A 3-token prefill of the tiny model on a machine of 1000 FLOP/s and fast
+  // memory: every matmul job is compute-bound. Per layer the jobs convert
+  // 8 + 8 + 8 + 16 = 40 input columns and store 64 output rows per token;
+  // the LM head, 8 and 10, for the one token that needs logits. At 0.01 s
+  // per input column and 0.001 s per output row the dense time grows by
+  // 3 tokens x 2 layers x (0.4 + 0.064) + (0.08 + 0.01) = 2.874 s.
+  Machine m = ideal(1e3, 1e12);
+  Pass p;
+  p.new_tokens = 3;
+  p.weight_bytes = 1.0;
+  const PassTime base = time_pass(hand_config(), p, m);
+  m.matmul_input_s = 0.01;
+  m.matmul_output_s = 0.001;
+  const PassTime t = time_pass(hand_config(), p, m);
+  EXPECT_NEAR(t.dense_s - base.dense_s, 2.874, 1e-12);
+  EXPECT_NEAR(t.compute_s - base.compute_s, 2.874, 1e-12);
+  EXPECT_DOUBLE_EQ(t.attention_s, base.attention_s);
+  // The probe's figures reach the machine through the efficiencies.
+  Hardware hw = probed();
+  hw.kernels->matmul[0].gemm_input_s = 4e-10;  // q4_1
+  hw.kernels->matmul[0].gemm_output_s = 1e-10;
+  const Efficiency e = efficiency_for(hw, "q4_1", "f16", hand_config());
+  EXPECT_DOUBLE_EQ(e.matmul_input_s, 4e-10);
+  EXPECT_DOUBLE_EQ(e.matmul_output_s, 1e-10);
+  const Machine probed_m = make_machine(hw, Precision::INT8, e);
+  EXPECT_DOUBLE_EQ(probed_m.matmul_input_s, 4e-10);
+  EXPECT_DOUBLE_EQ(probed_m.matmul_output_s, 1e-10);
+  Efficiency absurd = e;
+  absurd.matmul_output_s = 2e-6;
+  EXPECT_THROW(make_machine(hw, Precision::INT8, absurd), Error);
+}
+
 TEST(PerfSimulate, EfficienciesOfAProbedMachineAreItsKernelsOverItsPeaks) {
   const model::Config c = resolve_model("smollm2-135m").config;  // head_dim 64
   const Hardware h = probed();

@@ -284,6 +284,11 @@ TEST(Probe, QuickProbeFillsEveryField) {
     }
     EXPECT_GE(m->gemv_row_s, 0) << w;
     EXPECT_GE(m->gemv_call_s, 0) << w;
+    // Within the simulator's range (perf::make_machine), so a probe's profile is always priced.
+    for (double v : {m->gemm_input_s, m->gemm_output_s}) {
+      EXPECT_GE(v, 0) << w;
+      EXPECT_LT(v, 1e-6) << w;
+    }
   }
   for (const AttentionRate& a : p.kernels->attention)
     for (double v : {a.decode_flops_per_s, a.prefill_flops_per_s}) {
