@@ -192,7 +192,7 @@ struct Progress {
 // Each pass reads the whole buffer as a series of windows of `window_bytes`
 // (all threads together: each reads its share of the window from its own
 // slice), each timed on its own. A window is a few times the L3 and was last
-// read a whole pass (>= 8 x L3) earlier, so it comes from DRAM. The figure is
+// read a whole pass (>= 4 x L3) earlier, so it comes from DRAM. The figure is
 // the best window: on a shared machine some windows run with nobody else on
 // the cores or the memory bus, even when no whole pass does. The best whole
 // pass is kept beside it as the sustained figure.
@@ -549,8 +549,11 @@ ProbeResult run_probe(const ProbeOptions& opt) {
 
   // ---- bandwidth
   constexpr uint64_t MiB = uint64_t(1) << 20, GiB = uint64_t(1) << 30;
+  // 4 x L3, not 8 x as until 2026-12-03: on a 480 MiB-L3 VM touching 3.75
+  // GiB took 2.7-4.5 s and the whole probe 30.0-30.9 s in a slow hour
+  // (docs/probe.md).
   uint64_t want = opt.bw_buffer_bytes;
-  if (!want) want = opt.quick ? std::max(256 * MiB, 4 * p.l3_bytes) : std::max(1 * GiB, 8 * p.l3_bytes);
+  if (!want) want = opt.quick ? std::max(256 * MiB, 4 * p.l3_bytes) : std::max(1 * GiB, 4 * p.l3_bytes);
   const uint64_t cap = mem.available_bytes / 2;
   if (!opt.bw_buffer_bytes && cap && want > cap) {
     want = cap;

@@ -65,7 +65,7 @@ MemInfo read_meminfo(const std::string& path = "/proc/meminfo");
 struct ProbeOptions {
   bool quick = false;             // smaller buffer, fewer and shorter runs (~2 s)
   int max_threads = 0;            // 0: every hardware thread
-  uint64_t bw_buffer_bytes = 0;   // 0: max(1 GiB, 8 x L3) (quick: max(256 MiB, 4 x L3)),
+  uint64_t bw_buffer_bytes = 0;   // 0: max(1 GiB, 4 x L3) (quick: max(256 MiB, 4 x L3)),
                                   //    capped at half the available memory
   int bw_passes = 0;              // passes per thread count, the best kept; 0: 8 (quick: 3)
   double compute_run_s = 0;       // length of one timed compute run; 0: 5 ms
