@@ -49,6 +49,11 @@ double non_negative(const json& j, std::string_view origin, const char* key) {
   return j[key].get<double>();
 }
 
+// A fixed cost that later probes added: 0 in profiles from before it was measured.
+double optional_cost(const json& j, std::string_view origin, const char* key) {
+  return j.contains(key) ? non_negative(j, origin, key) : 0.0;
+}
+
 KernelRates parse_kernels(const json& j, std::string_view origin) {
   if (!j.is_object()) field_error(origin, "kernels", "must be an object");
   const std::string where = std::string(origin) + ": kernels";
@@ -62,8 +67,7 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
     k.matmul.push_back({text(e, where, "weights"), positive_number(e, where, "gemv_bytes_per_s"),
                         non_negative(e, where, "gemv_row_s"), non_negative(e, where, "gemv_call_s"),
                         positive_number(e, where, "gemm_ops_per_s"),
-                        e.contains("gemm_input_s") ? non_negative(e, where, "gemm_input_s") : 0.0,
-                        e.contains("gemm_output_s") ? non_negative(e, where, "gemm_output_s") : 0.0});
+                        optional_cost(e, where, "gemm_input_s"), optional_cost(e, where, "gemm_output_s")});
   }
   if (!j.contains("attention") || !j["attention"].is_array()) field_error(where, "attention", "missing or not an array");
   for (const json& e : j["attention"]) {
@@ -74,7 +78,7 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
     k.attention.push_back({text(e, where, "kv"), positive_int(e, where, "head_dim"), heads,
                            positive_number(e, where, "decode_flops_per_s"),
                            positive_number(e, where, "prefill_flops_per_s"),
-                           e.contains("prefill_task_s") ? non_negative(e, where, "prefill_task_s") : 0.0});
+                           optional_cost(e, where, "prefill_task_s")});
   }
   return k;
 }
