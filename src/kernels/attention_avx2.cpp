@@ -143,6 +143,7 @@ void scores_tile_f16(const uint8_t* q, size_t q_stride, const uint8_t* tile, siz
   for (int g = 0; g < NG; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
   for (size_t d = 0; d < head_dim; ++d) {
     const uint8_t* at = tile + k_tile_f16_at(d, 0);
+    if (d % 2 == 0) prefetch_stream(at);  // a line per two elements
     const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
     const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16)));
     for (int g = 0; g < NG; ++g) {
@@ -183,8 +184,9 @@ void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size
       __m256i dot[NG];
       for (int g = 0; g < NG; ++g) dot[g] = _mm256_setzero_si256();
       for (size_t c = 0; c < tensor::kQK / 4; ++c) {
-        const __m256i k = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(tile + k_tile_quad_at(head_dim, b * (tensor::kQK / 4) + c, half)));
+        const uint8_t* at = tile + k_tile_quad_at(head_dim, b * (tensor::kQK / 4) + c, half);
+        if (half == 0) prefetch_stream(at);  // the two halves are one line
+        const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
         const __m256i kabs = _mm256_sign_epi8(k, k);
         for (int g = 0; g < NG; ++g) {
           int32_t quad;
@@ -193,6 +195,7 @@ void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size
           dot[g] = _mm256_add_epi32(dot[g], _mm256_madd_epi16(_mm256_maddubs_epi16(kabs, qs), ones));
         }
       }
+      if (half == 0) prefetch_stream(tile + tile_scale_at(b, 0));
       const __m256 dk =
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + tile_scale_at(b, half))));
       for (int g = 0; g < NG; ++g) {
@@ -223,6 +226,7 @@ void accumulate_block(const float* p, size_t ld, const uint8_t* v, size_t row_st
     for (int i = 0; i < NV; ++i) acc[g][i] = _mm256_loadu_ps(o + size_t(g) * head_dim + d0 + 8 * size_t(i));
   for (int j = 0; j < n; ++j) {
     const uint8_t* row = v + size_t(j) * row_stride;
+    if constexpr (T == DType::F16) prefetch_stream(row + 2 * d0);  // the pass's 16 * NV bytes: a line at most
     __m256 b[NG];
     for (int g = 0; g < NG; ++g) b[g] = _mm256_set1_ps(p[size_t(g) * ld + size_t(j)]);
     for (int i = 0; i < NV; ++i) {
@@ -249,6 +253,7 @@ void accumulate_tiles_q8(const float* p, size_t ld, const uint8_t* v, size_t row
   const __m256 zero = _mm256_setzero_ps();
   for (int t = 0; t < n; t += kKvTileRows) {
     const uint8_t* tile = v + size_t(t) * row_stride;
+    prefetch_stream(tile + tile_scale_at(d0 / tensor::kQK, 0));
     for (int half = 0; half < kKvTileRows; half += 8) {
       const __m256 d = _mm256_cvtph_ps(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + tile_scale_at(d0 / tensor::kQK, half))));
@@ -259,6 +264,7 @@ void accumulate_tiles_q8(const float* p, size_t ld, const uint8_t* v, size_t row
     }
     for (int j = 0; j < kKvTileRows; ++j) {
       const uint8_t* row = tile + v_tile_row_at(head_dim, j) + d0;
+      prefetch_stream(row);
       for (int i = 0; i < NV; ++i) {
         const __m256 x = load8_q8(row + 8 * size_t(i));
         for (int g = 0; g < NG; ++g) acc[g][i] = _mm256_fmadd_ps(_mm256_set1_ps(w[g][j]), x, acc[g][i]);

@@ -26,13 +26,13 @@
 // are vector multiplies ahead of the loop, and the loop's multiply-adds take
 // their weights straight from memory. An f16 V row has no scale, so rows
 // serve P·V as they are.
-// The kernels read the tiles in order without software prefetch: the
-// hardware prefetchers follow the two streams, and the 34 prefetches per
-// tile that the row kernels issue (attention_rows.h) made the tiled score
-// kernel slower from DRAM than the row kernel it replaced. One decode
-// step's attention at 2048 positions (bench/micro_attention.cpp,
-// attend_batch q8_0 layers:90, AVX-512, medians of 7 alternating rounds):
-// K rows 5.10 ms, K tiles with prefetch 5.69 ms, without 3.89 ms.
+// The kernels read the tiles in order, each line asked for a fixed distance
+// ahead as they go (attention_rows.h, prefetch_stream). Bursts of
+// prefetches at the start of each tile, as the row kernels issue them
+// (attention_rows.h, score_tiles), made the tiled score kernel slower from
+// DRAM than the row kernel it replaced on Zen 4 (attend_batch q8_0
+// layers:90, AVX-512, medians of 7 alternating rounds: K rows 5.10 ms, K
+// tiles with those bursts 5.69 ms, without any prefetch 3.89 ms).
 #pragma once
 #include <cstddef>
 #include <cstdint>
