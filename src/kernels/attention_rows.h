@@ -1,9 +1,9 @@
 // The walks over K that the SIMD score kernels share (attention_avx2.cpp,
 // attention_avx512.cpp): f32 and f16 rows in tiles of NR rows, the K and V
 // rows ahead prefetched, the last rows padded; a q8_0 K's tiles
-// (kv_tiles.h) one after another; the tiled kernels' prefetch. Templates only, called with each file's
-// own tile lambda, so every instance belongs to one file and is built for
-// its ISA.
+// (kv_tiles.h) one after another; and the tiled kernels' prefetch. Templates
+// and inline pieces only, called from each file's own kernels, so every
+// instance belongs to one file and is built for its ISA.
 #pragma once
 #include <immintrin.h>
 
