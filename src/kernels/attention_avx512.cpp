@@ -3,8 +3,8 @@
 // vpdpbusd, 16 positions per instruction, and the P·V sums over V's tiles as
 // int16 dot products in vpdpwssd, two positions per instruction, 64
 // dimensions of a head at once. For an f16 cache: the scores of K's tiles,
-// 16 positions per multiply-add, and P·V over whole rows. The f32 pieces
-// and the softmax are the AVX2 set's.
+// 16 positions per multiply-add, and P·V over whole rows. The softmax's
+// max and exponentials 16 at a time. The f32 pieces are the AVX2 set's.
 //
 // Why: a decode step at a long position streams the KV cache from DRAM, and
 // with the AVX2 pieces a q8_0 cache, half the bytes of f16, took nearly as
@@ -19,6 +19,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_rows.h"
 #include "kernels/dot.h"
+#include "kernels/exp_poly.h"
 #include "kernels/kv_tiles.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
@@ -67,7 +68,8 @@ void prepare_q_q8_0(const float* q, size_t head_dim, void* out) {
 // on the instruction's latency), whose 16 integer sums are scaled by the
 // block's 16 K scales times q's.
 // The zero-masked conversions with every lane on are the plain ones; those
-// start from _mm512_undefined_*, which GCC 12 reports as maybe uninitialized.
+// start from _mm512_undefined_*, which GCC 12 reports as maybe uninitialized
+// (the same goes for the zero-masked min, max and shift below).
 template <int NG>
 void scores_tile_q8(const uint8_t* q, size_t q_stride, const uint8_t* tile, size_t head_dim, float* s, size_t ld,
                     float scale) {
@@ -284,12 +286,83 @@ void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, siz
   });
 }
 
+// ---- softmax -------------------------------------------------------------------
+// The AVX2 set's pieces on 16 lanes: the same e^x (kernels/exp_poly.h), and
+// the sums in the AVX2 set's 8-lane order, so both give the same bits
+// (tests/unit/attention_test.cpp). The 8-lane sum is written out again
+// rather than taken from hsum_avx2.h: an inline function from it built here
+// with AVX-512 enabled could be the copy the linker keeps for the AVX2 files.
+// The exponentials were a fifth of a decode step's attention over a q8_0
+// cache in the L2 (perf record -e cpu-clock on attend_batch).
+// The zero-masked forms with every lane on are the plain operations (see
+// above).
+struct Avx512Lanes {
+  using F = __m512;
+  static F set1(float v) { return _mm512_set1_ps(v); }
+  static F min(F a, F b) { return _mm512_maskz_min_ps(0xffff, a, b); }
+  static F max(F a, F b) { return _mm512_maskz_max_ps(0xffff, a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  static F round(F x) { return _mm512_maskz_roundscale_ps(0xffff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static F exponent_field(F n) {
+    return _mm512_castsi512_ps(
+        _mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(0xffff, n), _mm512_set1_epi32(127)), 23));
+  }
+};
+
+inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float max(const float* x, size_t n) {
+  if (n < 16) return max16(_mm512_mask_loadu_ps(_mm512_set1_ps(x[0]), __mmask16((1u << n) - 1), x));
+  __m512 m = _mm512_loadu_ps(x);
+  size_t i = 16;
+  for (; i + 16 <= n; i += 16) m = _mm512_maskz_max_ps(0xffff, m, _mm512_loadu_ps(x + i));
+  if (i < n) m = _mm512_maskz_max_ps(0xffff, m, _mm512_loadu_ps(x + n - 16));  // the last 16, some seen already
+  return max16(m);
+}
+
+// x_i = e^(x_i - m), 16 at a time; the sum adds each vector's low 8 and then
+// its high 8 into 8 lanes, as the AVX2 set adds them 8 at a time. The last
+// under 16 are padded with m (e^0): a whole 8 among them joins the lanes,
+// the rest is added one by one after the lanes' sum, as in the AVX2 set.
+float exp_sum(float* x, size_t n, float m) {
+  const __m512 vm = _mm512_set1_ps(m);
+  __m256 acc = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = exp_poly<Avx512Lanes>(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    _mm512_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xff, e, 0));
+    acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xff, e, 1));
+  }
+  if (i == n) return hsum8(acc);
+  const __mmask16 live = __mmask16((1u << (n - i)) - 1);
+  const __m512 e = exp_poly<Avx512Lanes>(_mm512_sub_ps(_mm512_mask_loadu_ps(vm, live, x + i), vm));
+  _mm512_mask_storeu_ps(x + i, live, e);
+  size_t t = 0;
+  if (n - i >= 8) {
+    acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xff, e, 0));
+    t = 8;
+  }
+  float sum = hsum8(acc);
+  for (; i + t < n; ++t) sum += x[i + t];
+  return sum;
+}
+
 }  // namespace
 
 // head_dim a multiple of 16 (attn_kernel() offers SIMD pieces only then; a
 // q8_0 cache has whole 32-blocks per head).
 AttnKernel find_attn(DType t) {
   AttnKernel k = avx2::find_attn(t);
+  k.max = max;
+  k.exp_sum = exp_sum;
   if (t == DType::F16) {
     k.scores = scores_f16;
     k.accumulate = accumulate_f16;

@@ -1,31 +1,28 @@
-// e^x on 8 floats with AVX2/FMA, for the *_avx2.cpp files only (they are
-// compiled with -mavx2 -mfma; nothing else may include this).
-//
-// x is clamped to [-87, 88], so the result is a normal float (e^-87 to
-// e^88, below FLT_MAX). x = n·ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 in
-// a short high part and a correction), e^r by its Taylor series to r^6
-// (relative error < 2e-7 on that range), times 2^n built in the exponent
-// field.
+// e^x on 8 floats with AVX2/FMA (kernels/exp_poly.h), for the *_avx2.cpp
+// files only (they are compiled with -mavx2 -mfma; nothing else may include
+// this).
 #pragma once
 #include <immintrin.h>
 
+#include "kernels/exp_poly.h"
+
 namespace kvlab::kernels::avx2 {
 
-inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 e = _mm256_set1_ps(1.0f / 720);
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 120));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 24));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 6));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(0.5f));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
-  const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(e, _mm256_castsi256_ps(pow2n));
-}
+struct Avx2Lanes {
+  using F = __m256;
+  static F set1(float v) { return _mm256_set1_ps(v); }
+  static F min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+  static F round(F x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^n for whole n, as a float's exponent field.
+  static F exponent_field(F n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
+};
+
+[[gnu::always_inline]] inline __m256 exp8(__m256 x) { return exp_poly<Avx2Lanes>(x); }
 
 }  // namespace kvlab::kernels::avx2

@@ -363,5 +363,34 @@ TEST(Attention, ExpSumMatchesStdExp) {
   }
 }
 
+// The AVX-512 softmax pieces repeat the AVX2 set's operations and order of
+// sums (attention_avx512.cpp), so they give the same bits, on every length
+// around the 8- and 16-lane steps.
+TEST(Attention, SoftmaxIsTheSameBitsOnAvx2AndAvx512) {
+  const std::vector<Isa> isas = available_isas();
+  if (std::find(isas.begin(), isas.end(), Isa::Avx512) == isas.end()) GTEST_SKIP() << "no AVX-512 here";
+  for (size_t n = 1; n <= 70; ++n) {
+    const std::vector<float> x = randn(n, uint32_t(40 + n), 4.f);
+    std::vector<float> avx2 = x, avx512 = x;
+    float max2, max512, sum2, sum512;
+    {
+      IsaGuard guard(Isa::Avx2);
+      const AttnKernel& ak = attn_kernel(DType::F16, 64);
+      max2 = ak.max(avx2.data(), n);
+      sum2 = ak.exp_sum(avx2.data(), n, max2);
+    }
+    {
+      IsaGuard guard(Isa::Avx512);
+      const AttnKernel& ak = attn_kernel(DType::F16, 64);
+      max512 = ak.max(avx512.data(), n);
+      sum512 = ak.exp_sum(avx512.data(), n, max512);
+    }
+    EXPECT_EQ(max2, *std::max_element(x.begin(), x.end())) << "n " << n;
+    EXPECT_EQ(max512, max2) << "n " << n;
+    EXPECT_EQ(sum512, sum2) << "n " << n;
+    EXPECT_EQ(avx512, avx2) << "n " << n;
+  }
+}
+
 }  // namespace
 }  // namespace kvlab::kernels
