@@ -287,13 +287,13 @@ void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, siz
 }
 
 // ---- softmax -------------------------------------------------------------------
-// The AVX2 set's pieces on 16 lanes: the same e^x (kernels/exp_poly.h), and
-// the sums in the AVX2 set's 8-lane order, so both give the same bits
+// The AVX2 set's pieces on 16 lanes, because the exponentials were a fifth
+// of a decode step's attention over a q8_0 cache in the L2 (perf record -e
+// cpu-clock on attend_batch). The same e^x (kernels/exp_poly.h) and the sums
+// in the AVX2 set's 8-lane order, so both give the same bits
 // (tests/unit/attention_test.cpp). The 8-lane sum is written out again
 // rather than taken from hsum_avx2.h: an inline function from it built here
 // with AVX-512 enabled could be the copy the linker keeps for the AVX2 files.
-// The exponentials were a fifth of a decode step's attention over a q8_0
-// cache in the L2 (perf record -e cpu-clock on attend_batch).
 // The zero-masked forms with every lane on are the plain operations (see
 // above).
 struct Avx512Lanes {

@@ -1,7 +1,7 @@
 // e^x on a SIMD vector of floats, written once for every width: `S` is a
-// struct of static functions over one register type (S::F floats, S::I
-// int32s), defined by the file that uses it, so the AVX2 and AVX-512 files
-// compute the same bits lane by lane. Each instantiation is its own function
+// struct of static functions over one register type of floats (S::F),
+// defined by the file that uses it, so the AVX2 and AVX-512 files compute
+// the same bits lane by lane. Each instantiation is its own function
 // (the S types differ), so no copy built with one file's instruction set can
 // stand in for another's.
 //
