@@ -51,6 +51,7 @@ Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads)
   rope.resize(T * size_t(c.rope_dim));
   if (c.swa_window > 0) rope_swa.resize(T * size_t(c.rope_dim));
   attn_items.reserve(T * size_t(c.n_head_kv));
+  kv_block_runs.reserve(T + 1);
 }
 
 void Model::attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
@@ -73,7 +74,7 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   // Biases (qwen2), RoPE on every query and key head, then append K and V
   // to the cache.
   const bool neox = c.rope_order == RopeOrder::NeoX;
-  pool.for_each(T, [&](size_t t, int) {
+  auto rope_and_store = [&](size_t t) {
     if (c.qkv_bias) {
       kernels::add(&ws.q[t * qd], l.bq.data(), qd);
       kernels::add(&ws.k[t * kvd], l.bk.data(), kvd);
@@ -97,6 +98,16 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
       cache.store_k(layer, h, e.seq, e.pos, &ws.k[t * kvd + size_t(h) * hd]);
       cache.store_v(layer, h, e.seq, e.pos, &ws.v[t * kvd + size_t(h) * hd]);
     }
+  };
+  // One task per run of entries that store into the same cache block. The
+  // 16 positions of a block share each line of its f16 or q8_0 K tile
+  // (kernels/kv_tiles.h), so tokens of one block on both threads wrote the
+  // same lines from two cores: pp32 spent 800 us per pass in this stage, 3x
+  // pp512's time per token, and 338 us by blocks (default model, 2 threads,
+  // kvlab bench --profile, 2026-12-04). Decode batches of several sequences
+  // stay one task per token.
+  pool.for_each(ws.kv_block_runs.size() - 1, [&](size_t run, int) {
+    for (size_t t = ws.kv_block_runs[run]; t < ws.kv_block_runs[run + 1]; ++t) rope_and_store(t);
   });
   clock.mark(Stage::RopeStore);
 
@@ -193,6 +204,14 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
         throw Error("batch adds more than " + std::to_string(cache.max_batch()) + " positions to sequence " +
                     std::to_string(e.seq) + ", the most its KV cache was sized for");
   }
+
+  // The runs of entries storing into one cache block (attention_block).
+  ws.kv_block_runs.clear();
+  for (size_t t = 0; t < T; ++t)
+    if (t == 0 || batch[t].seq != batch[t - 1].seq ||
+        batch[t].pos / kv::Cache::kBlockTokens != batch[t - 1].pos / kv::Cache::kBlockTokens)
+      ws.kv_block_runs.push_back(uint32_t(t));
+  ws.kv_block_runs.push_back(uint32_t(T));
 
   StageClock clock(ws.stage_times);
   pool.for_each(T, [&](size_t t, int) {

@@ -53,6 +53,10 @@ class Workspace {
   std::vector<float> rope;      // (T, rope_dim) cos/sin pairs per token
   std::vector<float> rope_swa;  // (T, rope_dim) the same for local layers (gemma3), else empty
   std::vector<kernels::AttnItem> attn_items;  // (T * n_head_kv) one per token and KV head
+  // Where each run of batch entries that store into the same KV cache block
+  // starts, and T last: Model::attention_block's K/V stores go one run per
+  // task, so no two threads write one block's tiles.
+  std::vector<uint32_t> kv_block_runs;
   kernels::AttnScratch attn;
   kernels::MatmulScratch mm;
 };
