@@ -458,6 +458,38 @@ TEST(Kernels, F16ConversionEqualsScalarCodecOnEveryIsa) {
   }
 }
 
+// The Q8_0 and Q8_1 activation quantizers (Q8_0 / Q4_0 and Q4_1 weights)
+// give the scalar codec's bytes on every ISA: random blocks, an all-zero and
+// an all -0 block, products that land halfway between two integers (round
+// to nearest even), a block whose d is below f16's range and one whose d
+// and sum overflow it.
+TEST(Kernels, Q8_0AndQ8_1QuantizationEqualsScalarCodecOnEveryIsa) {
+  const size_t kBlocks = 8;
+  std::vector<float> x = randn(kBlocks * tensor::kQK, 13, 2.0f);
+  float* blk[kBlocks];
+  for (size_t b = 0; b < kBlocks; ++b) blk[b] = x.data() + b * tensor::kQK;
+  std::fill_n(blk[1], tensor::kQK, 0.f);
+  std::fill_n(blk[2], tensor::kQK, -0.f);
+  for (size_t i = 0; i < tensor::kQK; ++i) blk[3][i] = float(i % 8) - 3.5f;  // amax 3.5
+  blk[3][31] = 127.f;                                                         // scale 1: halves stay halves
+  for (size_t i = 0; i < tensor::kQK; ++i) blk[4][i] *= 1e-30f;
+  for (size_t i = 0; i < tensor::kQK; ++i) blk[5][i] = 3e7f;
+  const size_t n = x.size();
+  std::vector<tensor::BlockQ8_0> want0(kBlocks), got0(kBlocks);
+  std::vector<tensor::BlockQ8_1> want1(kBlocks), got1(kBlocks);
+  tensor::quantize_row_q8_0(x.data(), want0.data(), n);
+  tensor::quantize_row_q8_1(x.data(), want1.data(), n);
+  for (Isa isa : available_isas()) {
+    IsaGuard guard(isa);
+    dot_kernel(DType::Q8_0).quantize_act(x.data(), got0.data(), n);
+    dot_kernel(DType::Q4_1).quantize_act(x.data(), got1.data(), n);
+    for (size_t b = 0; b < kBlocks; ++b) {
+      EXPECT_EQ(std::memcmp(&got0[b], &want0[b], sizeof(tensor::BlockQ8_0)), 0) << "q8_0 block " << b << " " << isa_name(isa);
+      EXPECT_EQ(std::memcmp(&got1[b], &want1[b], sizeof(tensor::BlockQ8_1)), 0) << "q8_1 block " << b << " " << isa_name(isa);
+    }
+  }
+}
+
 // The Q8_K activation quantizer of the K-quant dot products gives the scalar
 // codec's bytes on every ISA: random blocks, an all-zero one, the largest
 // magnitude twice with both signs (the first one sets the sign), a NaN and an
