@@ -458,6 +458,14 @@ TEST(Kernels, F16ConversionEqualsScalarCodecOnEveryIsa) {
   }
 }
 
+// Pointers to the `n` blocks of `width` floats that `x` holds, for tests
+// that write special values into some of them.
+std::vector<float*> block_views(std::vector<float>& x, size_t width) {
+  std::vector<float*> blk(x.size() / width);
+  for (size_t b = 0; b < blk.size(); ++b) blk[b] = x.data() + b * width;
+  return blk;
+}
+
 // The Q8_0 and Q8_1 activation quantizers (Q8_0 / Q4_0 and Q4_1 weights)
 // give the scalar codec's bytes on every ISA: random blocks, an all-zero and
 // an all -0 block, products that land halfway between two integers (round
@@ -466,8 +474,7 @@ TEST(Kernels, F16ConversionEqualsScalarCodecOnEveryIsa) {
 TEST(Kernels, Q8_0AndQ8_1QuantizationEqualsScalarCodecOnEveryIsa) {
   const size_t kBlocks = 8;
   std::vector<float> x = randn(kBlocks * tensor::kQK, 13, 2.0f);
-  float* blk[kBlocks];
-  for (size_t b = 0; b < kBlocks; ++b) blk[b] = x.data() + b * tensor::kQK;
+  const std::vector<float*> blk = block_views(x, tensor::kQK);
   std::fill_n(blk[1], tensor::kQK, 0.f);
   std::fill_n(blk[2], tensor::kQK, -0.f);
   for (size_t i = 0; i < tensor::kQK; ++i) blk[3][i] = float(i % 8) - 3.5f;  // amax 3.5
@@ -498,8 +505,7 @@ TEST(Kernels, Q8_0AndQ8_1QuantizationEqualsScalarCodecOnEveryIsa) {
 TEST(Kernels, Q8_KQuantizationEqualsScalarCodecOnEveryIsa) {
   const size_t kBlocks = 9;
   std::vector<float> x = randn(kBlocks * tensor::kQK_K, 12, 2.0f);
-  float* blk[kBlocks];
-  for (size_t b = 0; b < kBlocks; ++b) blk[b] = x.data() + b * tensor::kQK_K;
+  const std::vector<float*> blk = block_views(x, tensor::kQK_K);
   std::fill_n(blk[1], tensor::kQK_K, 0.f);
   blk[2][40] = -9.f, blk[2][200] = 9.f;
   blk[3][17] = 9.f, blk[3][18] = -9.f;
