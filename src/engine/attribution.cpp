@@ -62,6 +62,7 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
   pk.bytes_per_s = bw.bytes_per_s;
   pk.sustained_bytes_per_s = bw.sustained_bytes_per_s;
   pk.source = "kvlab probe, " + profile->date;
+  pk.l3_bytes = double(profile->l3_bytes);
   if (!profile->read_bw_by_size.empty() && a.decode.passes > 0)
     pk.working_set_bytes_per_s = pk.bytes_per_s * perf::cache_speedup(profile->read_bw_by_size, a.decode_bytes_per_token());
   a.peaks = pk;

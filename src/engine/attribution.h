@@ -45,6 +45,7 @@ struct Peaks {
   // above bytes_per_s when they fit in the caches (perf::cache_speedup);
   // 0 without decode steps or without that curve in the profile.
   double working_set_bytes_per_s = 0;
+  double l3_bytes = 0;         // the probe's last-level cache; 0: unknown
   std::string flops_kind;      // "int8 dot" or "fp32 FMA"
   std::string source;          // the profile path and date
 };

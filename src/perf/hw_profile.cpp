@@ -49,8 +49,8 @@ double non_negative(const json& j, std::string_view origin, const char* key) {
   return j[key].get<double>();
 }
 
-// A fixed cost that later probes added: 0 in profiles from before it was measured.
-double optional_cost(const json& j, std::string_view origin, const char* key) {
+// A non-negative figure that later probes added: 0 in profiles from before it was measured.
+double optional_figure(const json& j, std::string_view origin, const char* key) {
   return j.contains(key) ? non_negative(j, origin, key) : 0.0;
 }
 
@@ -60,6 +60,7 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
   KernelRates k;
   k.threads = positive_int(j, where, "threads");
   k.dispatch_s = non_negative(j, where, "dispatch_s");
+  k.gemv_working_set_bytes = optional_figure(j, where, "gemv_working_set_bytes");
   k.elementwise_flops_per_s = positive_number(j, where, "elementwise_flops_per_s");
   if (!j.contains("matmul") || !j["matmul"].is_array()) field_error(where, "matmul", "missing or not an array");
   for (const json& e : j["matmul"]) {
@@ -67,7 +68,7 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
     k.matmul.push_back({text(e, where, "weights"), positive_number(e, where, "gemv_bytes_per_s"),
                         non_negative(e, where, "gemv_row_s"), non_negative(e, where, "gemv_call_s"),
                         positive_number(e, where, "gemm_ops_per_s"),
-                        optional_cost(e, where, "gemm_input_s"), optional_cost(e, where, "gemm_output_s")});
+                        optional_figure(e, where, "gemm_input_s"), optional_figure(e, where, "gemm_output_s")});
   }
   if (!j.contains("attention") || !j["attention"].is_array()) field_error(where, "attention", "missing or not an array");
   for (const json& e : j["attention"]) {
@@ -78,7 +79,7 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
     k.attention.push_back({text(e, where, "kv"), positive_int(e, where, "head_dim"), heads,
                            positive_number(e, where, "decode_flops_per_s"),
                            positive_number(e, where, "prefill_flops_per_s"),
-                           optional_cost(e, where, "prefill_task_s")});
+                           optional_figure(e, where, "prefill_task_s")});
   }
   return k;
 }
@@ -248,7 +249,8 @@ std::string hw_profile_to_json(const HwProfile& p) {
                     {"matmul", mm},
                     {"attention", att},
                     {"elementwise_flops_per_s", p.kernels->elementwise_flops_per_s},
-                    {"dispatch_s", p.kernels->dispatch_s}};
+                    {"dispatch_s", p.kernels->dispatch_s},
+                    {"gemv_working_set_bytes", p.kernels->gemv_working_set_bytes}};
   }
   return j.dump(2) + "\n";
 }

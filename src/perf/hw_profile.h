@@ -40,7 +40,8 @@
 //                        "prefill_flops_per_s": 4e11,   // many tokens, K and V in L2,
 //                        "prefill_task_s": 3e-7 } ],    // + this per (token, KV head): optional
 //       "elementwise_flops_per_s": 1e11,       // norms, RoPE, SiLU·up, residual adds
-//       "dispatch_s": 5e-7 }                   // one thread-pool job: publish, wake, join
+//       "dispatch_s": 5e-7,                    // one thread-pool job: publish, wake, join
+//       "gemv_working_set_bytes": 134217728 }  // optional: the buffer the gemv figures streamed
 //   }
 // Unknown keys are ignored, so later probes can add fields; so is a "kernels"
 // object that does not parse (HwProfile::kernels_error says why).
@@ -121,6 +122,7 @@ struct KernelRates {
   std::vector<AttentionRate> attention;
   double elementwise_flops_per_s = 0;  // a layer's norms, RoPE, SiLU·up and residual adds
   double dispatch_s = 0;               // one ThreadPool::run of trivial tasks on all threads
+  double gemv_working_set_bytes = 0;   // the bytes the decode matmuls streamed, again and again; 0: not recorded
 
   const MatmulRate* find_matmul(std::string_view weights) const;
   // The entry for `kv` and a pass of `heads` query heads whose head_dim is

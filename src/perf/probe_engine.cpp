@@ -327,6 +327,7 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
   const size_t bytes = std::max<size_t>(size_t(stream_bytes) / mat * mat, mat);
   // Huge pages, as the engine's weights (gguf::Residency::Resident).
   const HugeBuffer buf(bytes);
+  k.gemv_working_set_bytes = double(bytes);
   for (tensor::DType t : kWeightTypes) {
     k.matmul.push_back(measure_matmul(t, buf.data(), bytes, pool, timer));
     const MatmulRate& r = k.matmul.back();

@@ -80,11 +80,12 @@ std::string render_md(const Simulation& s) {
   if (!s.machine.read_bw_by_size.empty() && !s.steps.empty()) {
     const PassTime &first = s.steps.front().cached, &last = s.steps.back().cached;
     auto speedup = [&](const PassTime& t) {
-      return "x" + fmt_num(cache_speedup(s.machine.read_bw_by_size, t.bytes), 2) + " for " + fmt_bytes(t.bytes);
+      return "x" + fmt_num(s.machine.read_speedup(t.bytes), 2) + " for " + fmt_bytes(t.bytes);
     };
     o << "| working set in cache | cached steps read their weights + KV from cache when they fit: " << speedup(first)
       << " (first step), " << speedup(last)
-      << " (last), from kvlab probe's read bandwidth by working-set size |\n";
+      << " (last), against the working set the bandwidth was measured over, from kvlab probe's read bandwidth by "
+         "working-set size |\n";
   }
   if (s.opt.eff.row_s > 0 || s.opt.eff.call_s > 0)
     o << "| per weight row, per matmul | " << fmt_seconds(s.opt.eff.row_s) << " x " << fmt_num(matmul_rows(s.model))
@@ -220,6 +221,7 @@ std::string render_json(const Simulation& s) {
         {"flops", s.machine.flops},
         {"bytes_per_s", s.machine.bytes_per_s},
         {"read_bw_by_size", sized_bandwidth_json(s.machine.read_bw_by_size)},
+        {"bandwidth_working_set_bytes", s.machine.bandwidth_working_set_bytes},
         {"attention_precision", precision_name(s.machine.attention_precision)},
         {"attention_flops", s.machine.attention_rate()},
         {"attention_decode_flops", s.machine.attention_decode_rate()},

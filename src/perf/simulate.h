@@ -69,6 +69,11 @@ struct Efficiency {
   // Threads the engine splits attention over, one task per (token, head);
   // 0: unknown, no tail.
   int threads = 0;
+  // The working set `bandwidth` was measured over (kvlab probe's decode
+  // matmuls stream a buffer of max(128 MiB, 2 x L3)); a pass's bytes are
+  // priced by the read curve relative to it (Machine::read_bytes_per_s).
+  // 0: a DRAM-sized working set, the curve's last point.
+  double bandwidth_working_set_bytes = 0;
   std::string source = "defaults";  // where these figures come from, for reports
 
   double attention_or_compute() const { return attention.value_or(compute); }
@@ -121,8 +126,14 @@ struct Machine {
   double elementwise_flops = 0;  // fp32 peak · eff.elementwise
   int threads = 0;               // eff.threads
   // Hardware::read_bw_by_size: bytes_per_s applies to a pass whose working
-  // set is beyond the caches; a smaller one is read cache_speedup() faster.
+  // set is bandwidth_working_set_bytes (0: beyond the caches).
   std::vector<SizedBandwidth> read_bw_by_size;
+  double bandwidth_working_set_bytes = 0;  // eff.bandwidth_working_set_bytes
+  // How much faster than bytes_per_s a pass reading `bytes` once is read:
+  // the curve's rate at that size over its rate at the size bytes_per_s was
+  // measured at (below 1 for a pass larger than that, where the curve
+  // falls).
+  double read_speedup(double bytes) const;
   double attention_rate() const { return attention_flops > 0 ? attention_flops : flops; }
   double attention_decode_rate() const { return attention_decode_flops > 0 ? attention_decode_flops : attention_rate(); }
   double elementwise_rate() const { return elementwise_flops > 0 ? elementwise_flops : flops; }

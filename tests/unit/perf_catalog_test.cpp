@@ -102,6 +102,7 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_FALSE(parse_hw_profile(kProfile, "test").kernels);  // a profile from before kernels were probed
   std::string text = kProfile;
   text.insert(text.rfind('}'), R"(, "kernels": {"threads": 4, "dispatch_s": 5e-7, "elementwise_flops_per_s": 3e9,
+    "gemv_working_set_bytes": 134217728,
     "matmul": [{"weights": "q4_1", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10,
                 "gemm_input_s": 4e-10, "gemm_output_s": 1e-10},
                {"weights": "q8_0", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10}],
@@ -114,6 +115,14 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_EQ(p.kernels->threads, 4);
   EXPECT_DOUBLE_EQ(p.kernels->dispatch_s, 5e-7);
   EXPECT_DOUBLE_EQ(p.kernels->elementwise_flops_per_s, 3e9);
+  // The decode matmuls' working set is optional: 0 in profiles from before it was kept.
+  EXPECT_DOUBLE_EQ(p.kernels->gemv_working_set_bytes, 134217728);
+  {
+    std::string before = text;
+    const std::string field = "\n    \"gemv_working_set_bytes\": 134217728,";
+    before.erase(before.find(field), field.size());
+    EXPECT_DOUBLE_EQ(parse_hw_profile(before, "test").kernels->gemv_working_set_bytes, 0);
+  }
   ASSERT_NE(p.kernels->find_matmul("q4_1"), nullptr);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemv_row_s, 2e-8);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemv_call_s, 3e-6);

@@ -75,6 +75,16 @@ TEST(PerfSimulate, PassTimeIsARooflinePlusOverhead) {
   EXPECT_DOUBLE_EQ(t.seconds, t.memory_s + 2e-3);
 }
 
+// DenseAndAttentionAreTwoRooflinesInSequence's decode step: one token after
+// 3 cached, weights of 1 byte and K/V of 2 bytes per element.
+Pass hand_decode_step() {
+  Pass p;
+  p.past = 3;
+  p.weight_bytes = 1.0;
+  p.kv_bytes = 2.0;
+  return p;
+}
+
 TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   // Decode at position 3 (T = 1, P = 3), 1-byte weights, 2-byte KV:
   //   matmul FLOPs       2 · 1152 + 160 = 2464  (q, k, v, o, gate, up, down per layer; LM head)
@@ -100,10 +110,7 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   m.attention_decode_flops = 100;
   m.row_s = 0.01;
   m.call_s = 0.02;
-  Pass p;
-  p.past = 3;
-  p.weight_bytes = 1.0;
-  p.kv_bytes = 2.0;
+  Pass p = hand_decode_step();
   const PassTime t = time_pass(hand_config(), p, m);
   EXPECT_DOUBLE_EQ(t.flops, 3240.0);
   EXPECT_DOUBLE_EQ(t.bytes, 1560.0);
@@ -135,10 +142,7 @@ TEST(PerfSimulate, APassThatFitsInTheCachesReadsAtTheirRate) {
   // bytes. With the curve below it is read 2x faster than from DRAM (the
   // largest size): every byte term halves, the compute terms stay.
   Machine m = ideal(1e9, 1e3);
-  Pass p;
-  p.past = 3;
-  p.weight_bytes = 1.0;
-  p.kv_bytes = 2.0;
+  const Pass p = hand_decode_step();
   const PassTime dram = time_pass(hand_config(), p, m);
   EXPECT_EQ(dram.bound, Bound::Memory);
   m.read_bw_by_size = {{2000, 2e3}, {1e6, 1e3}};
@@ -153,6 +157,31 @@ TEST(PerfSimulate, APassThatFitsInTheCachesReadsAtTheirRate) {
 
 // The probed machine of tests/common/probed_machine.h.
 Hardware probed() { return test::probed_machine(); }
+
+TEST(PerfSimulate, TheCurveScalesTheBandwidthFromTheWorkingSetItWasMeasuredOver) {
+  // The same pass, 1560 bytes, and a curve that reads 1000 bytes at 4e3/s,
+  // 2000 at 2e3/s and 1e6 (DRAM) at 1e3/s; log-interpolated, 1560 bytes
+  // read at 4e3 - 2e3 * log(1.56) / log(2) B/s.
+  Machine m = ideal(1e9, 1e3);
+  const Pass p = hand_decode_step();
+  const double dram_s = time_pass(hand_config(), p, m).memory_s;
+  m.read_bw_by_size = {{1000, 4e3}, {2000, 2e3}, {1e6, 1e3}};
+  const double at_1560 = 4e3 - 2e3 * std::log(1.56) / std::log(2.0);
+  EXPECT_NEAR(time_pass(hand_config(), p, m).memory_s, dram_s * 1e3 / at_1560, 1e-12);
+  // bytes_per_s measured over 2000 bytes already holds that size's 2x: the
+  // pass is read at at_1560 / 2e3 of it, not at_1560 / 1e3.
+  m.bandwidth_working_set_bytes = 2000;
+  EXPECT_NEAR(m.read_speedup(1560), at_1560 / 2e3, 1e-12);
+  EXPECT_NEAR(time_pass(hand_config(), p, m).memory_s, dram_s * 2e3 / at_1560, 1e-12);
+  // A pass larger than the reference reads slower than it: DRAM at half.
+  EXPECT_DOUBLE_EQ(m.read_speedup(1e7), 0.5);
+  // The probed efficiencies carry the reference from the profile.
+  Hardware hw = probed();
+  hw.kernels->gemv_working_set_bytes = 2000;
+  const model::Config c = hand_config();
+  EXPECT_DOUBLE_EQ(make_machine(hw, Precision::INT8, efficiency_for(hw, "q4_1", "f16", c)).bandwidth_working_set_bytes,
+                   2000);
+}
 
 TEST(PerfSimulate, AManyTokenPassPaysEachAttentionTasksFixedCost) {
   // Attention of DenseAndAttentionAreTwoRooflinesInSequence's two-token pass:

@@ -298,6 +298,7 @@ TEST(Probe, QuickProbeFillsEveryField) {
   EXPECT_TRUE(std::isfinite(p.kernels->elementwise_flops_per_s));
   EXPECT_GT(p.kernels->elementwise_flops_per_s, 0);
   EXPECT_GT(p.kernels->dispatch_s, 0);
+  EXPECT_GT(p.kernels->gemv_working_set_bytes, 0);  // the simulator prices the read curve relative to it
   // What it measured is a valid profile.
   const HwProfile q = parse_hw_profile(hw_profile_to_json(p), "probe");
   EXPECT_EQ(q.mem_read_bw.size(), p.mem_read_bw.size());
