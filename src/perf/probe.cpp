@@ -268,7 +268,7 @@ std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, c
 // 1.5x the DRAM figure. All threads read the first `size` bytes of the
 // buffer again and again, each its own slice; the first pass warms the
 // caches and the best of the later ones is kept. Sizes double from twice
-// the threads' L2 (the curve starts past the private caches) to 4 x L3,
+// the threads' L2 (the curve starts past the private caches) while below 4 x L3,
 // then the whole buffer: the DRAM point the speed-ups are relative to. The
 // steepest step of that ladder (the caches' real capacity, which on a VM is
 // a share of what sysfs reports) is then halved twice in log(size), so a
