@@ -71,7 +71,7 @@ struct Efficiency {
   int threads = 0;
   // The working set `bandwidth` was measured over (kvlab probe's decode
   // matmuls stream a buffer of max(128 MiB, 2 x L3)); a pass's bytes are
-  // priced by the read curve relative to it (Machine::read_bytes_per_s).
+  // priced by the read curve relative to it (Machine::read_speedup).
   // 0: a DRAM-sized working set, the curve's last point.
   double bandwidth_working_set_bytes = 0;
   std::string source = "defaults";  // where these figures come from, for reports
