@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, DotKernels, ::testing::ValuesIn(all_weight_
 // A token's output must not depend on the batch it is computed in, nor on the
 // thread count: this is what makes cached and no-cache decoding agree.
 TEST(Matmul, BatchedEqualsOneTokenAtATimeBitwise) {
-  for (DType t : {DType::F32, DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q5_1, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K}) {
     const auto& info = tensor::dtype_info(t);
     const size_t rows = 33, cols = info.block_size == tensor::kQK_K ? 512 : 96, T = 130;
     const auto wf = randn(rows * cols, 5, 0.1f), x = randn(T * cols, 6);
