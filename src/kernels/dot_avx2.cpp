@@ -82,10 +82,15 @@ float dot_f32(const void* w, const void* a, size_t n) {
   dots_f32<1>(x, &y, n, &out);
   return out;
 }
+// dot4's 4 activation rows, `stride` bytes apart.
+template <class T>
+std::array<const T*, 4> four_rows(const void* act, size_t stride) {
+  std::array<const T*, 4> rows;
+  for (int t = 0; t < 4; ++t) rows[t] = reinterpret_cast<const T*>(static_cast<const uint8_t*>(act) + size_t(t) * stride);
+  return rows;
+}
 void dot4_f32(const void* w, const void* act, size_t stride, size_t n, float* out) {
-  const float* y[4];
-  for (int t = 0; t < 4; ++t) y[t] = reinterpret_cast<const float*>(static_cast<const uint8_t*>(act) + size_t(t) * stride);
-  dots_f32<4>(static_cast<const float*>(w), y, n, out);
+  dots_f32<4>(static_cast<const float*>(w), four_rows<float>(act, stride).data(), n, out);
 }
 
 // 16-bit float rows (f16, bf16): 8 elements widened to f32 per step, one
@@ -139,10 +144,7 @@ float dot_16bit(const void* w, const void* a, size_t n) {
 }
 template <class H>
 void dot4_16bit(const void* w, const void* act, size_t stride, size_t n, float* out) {
-  const uint16_t* x = static_cast<const uint16_t*>(w);
-  const uint16_t* y[4];
-  for (int t = 0; t < 4; ++t) y[t] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(act) + size_t(t) * stride);
-  dots_16bit<H, 4>(x, y, n, out);
+  dots_16bit<H, 4>(static_cast<const uint16_t*>(w), four_rows<uint16_t>(act, stride).data(), n, out);
 }
 
 // Quantized blocks, NR weight rows against NT activation rows at once. Each
