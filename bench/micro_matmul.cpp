@@ -73,7 +73,7 @@ struct Shape {
 int register_all() {
   const std::vector<Shape> shapes = {
       {576, 576, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
-      {1536, 576, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
+      {1536, 576, {DType::Q4_1, DType::Q8_0, DType::F16, DType::BF16, DType::F32}, {1, 64, 512}},
       // Small batches: a speculative verify pass, a server step's decodes.
       {1536, 576, {DType::Q4_1}, {2, 4, 8}},
       {576, 1536, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
@@ -88,8 +88,9 @@ int register_all() {
         for (kernels::Isa isa : available_isas()) {
           if (isa == kernels::Isa::Scalar) continue;
           if (rows8 && !kernels::dot_kernel(dt, isa).rows8) continue;  // floats, K-quants: row-major only
-          // The row-major kernels are the AVX2 ones at every SIMD level (dot_avx512.cpp).
-          if (!rows8 && isa != kernels::Isa::Avx2) continue;
+          // The row-major kernels are the AVX2 ones at every SIMD level
+          // (dot_avx512.cpp) but the float formats' AVX-512 prefill tiles.
+          if (!rows8 && isa != kernels::Isa::Avx2 && !kernels::dot_kernel(dt, isa).float_tile) continue;
           for (size_t t : s.tokens)
             for (int threads : {1, 2}) {
               const std::string name = "matmul/" + dtype_name(dt) + (rows8 ? ":rows8/" : "/") +

@@ -30,6 +30,14 @@ namespace kvlab::kernels {
 
 enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
 
+// Float weights (f32, f16, bf16) against several tokens (prefill): n_rows
+// rows `w_stride` bytes apart against n_tokens activation rows of n floats,
+// `act_stride` floats apart (for f16 and bf16, the exact widening of the
+// converted rows dot reads); row r's result for token t goes to
+// y[t * y_stride + r]. Every result is bit-identical to dot().
+using FloatTile = void (*)(const void* w, size_t w_stride, const float* act, size_t act_stride, size_t n_rows,
+                           size_t n_tokens, size_t n, float* y, size_t y_stride);
+
 struct DotKernel {
   ActFormat act;
   // Converts one activation row of n floats (n a multiple of 32 for Q8_*).
@@ -61,6 +69,9 @@ struct DotKernel {
   // bit. nullptr: none; rows8 does the groups one by one.
   void (*rows16)(const void* group, size_t pair_bytes, const void* act, size_t act_stride, const float* scales,
                  size_t scales_stride, size_t n_tokens, size_t n, float* y, size_t pair_rows, size_t y_stride) = nullptr;
+  // Float weights: the prefill tile (FloatTile above). nullptr: none; dot4
+  // does the tokens 4 at a time.
+  FloatTile float_tile = nullptr;
 };
 
 // dot4 / rows4 for kernels without fused ones: four calls of dot.
@@ -84,7 +95,10 @@ namespace avx2 {
 const DotKernel* find(tensor::DType w);
 const DotKernel* find_kquant(tensor::DType w);  // Q4_K, Q5_K, Q6_K
 }  // namespace avx2
-// The AVX2 set with VNNI rows-of-8 kernels where they exist.
-namespace avx512 { const DotKernel* find(tensor::DType w); }
+// The AVX2 set with VNNI rows-of-8 kernels and float tiles where they exist.
+namespace avx512 {
+const DotKernel* find(tensor::DType w);
+FloatTile float_tile(tensor::DType w);  // f32, f16, bf16; else nullptr
+}  // namespace avx512
 
 }  // namespace kvlab::kernels

@@ -27,8 +27,9 @@
 // the reference's float operations in its order (dot_scalar.cpp), lane by
 // lane, so every result equals it bit for bit, like the AVX2 kernels.
 //
-// Everything else is the AVX2 set's: activation quantization, the float
-// formats, and the row-major dot products, which the engine
+// Everything else is the AVX2 set's but the float formats' prefill tiles
+// (float_tiles_avx512.cpp): activation quantization, the float formats'
+// dot products, and the row-major dot products, which the engine
 // runs only with --mmap and for matrices that are not whole groups of 8
 // rows. 512-bit vectors bought nothing in most places they were tried on the
 // Zen 4 cores this was measured on, which run 512-bit operations as two
@@ -437,6 +438,12 @@ DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8, size_t tokens,
   return k;
 }
 
+DotKernel with_float_tile(DType w) {
+  DotKernel k = *avx2::find(w);
+  k.float_tile = float_tile(w);
+  return k;
+}
+
 }  // namespace
 
 const DotKernel* find(DType w) {
@@ -448,6 +455,9 @@ const DotKernel* find(DType w) {
   static const DotKernel q4_k = with_rows8(DType::Q4_K, kquant_rows8<Q45_KVnni<BlockQ4_K>>, 4);
   static const DotKernel q5_k = with_rows8(DType::Q5_K, kquant_rows8<Q45_KVnni<BlockQ5_K>>, 4);
   static const DotKernel q6_k = with_rows8(DType::Q6_K, kquant_rows8<Q6_KVnni>, 4);
+  static const DotKernel f32 = with_float_tile(DType::F32);
+  static const DotKernel f16 = with_float_tile(DType::F16);
+  static const DotKernel bf16 = with_float_tile(DType::BF16);
   switch (w) {
     case DType::Q4_0: return &q4_0;
     case DType::Q4_1: return &q4_1;
@@ -457,6 +467,9 @@ const DotKernel* find(DType w) {
     case DType::Q4_K: return &q4_k;
     case DType::Q5_K: return &q5_k;
     case DType::Q6_K: return &q6_k;
+    case DType::F32: return &f32;
+    case DType::F16: return &f16;
+    case DType::BF16: return &bf16;
     default: return avx2::find(w);
   }
 }

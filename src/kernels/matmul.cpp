@@ -27,9 +27,29 @@ constexpr size_t kTokenTile = 64;
 // one; with adjacent groups paired, tg64 fell to 0.62.
 constexpr size_t kPairTokens = 16;
 
+// Float tiles (DotKernel::float_tile) from this many tokens on; fewer go 4
+// tokens per weight row pass (dot4). Below it a pass streams its weights
+// from DRAM, and a tile's 4 rows side by side read them slower than dot4's
+// one row: bench/alternate-bench on the f16 and f32 copies of the default
+// model, 2 threads, 3 rounds, tiles from 2 tokens against from 16 (Zen 4
+// VM, 2026-12-04): pp4 0.67 and 0.74, pp8 0.91 and 1.13, pp12 1.16 and 1.42.
+constexpr size_t kFloatTileTokens = 12;
+
+// A matmul's converted input, per token row.
+struct Acts {
+  const uint8_t* bytes;   // in the weights' activation format, row_bytes each
+  size_t row_bytes;
+  const float* scales;    // rows-of-8 matrices: kernels/rows8.h, scale_floats each
+  size_t scale_floats;
+  const float* widened;   // float tiles: the rows as f32 (cols each), or nullptr
+};
+
 // Y[t0..t1) for weight rows [r0, r1).
-void multiply_rows(const DotKernel& k, const WeightMatrix& w, const uint8_t* act, size_t act_bytes, const float* scales,
-                   size_t sc_floats, size_t r0, size_t r1, size_t t0, size_t t1, float* y) {
+void multiply_rows(const DotKernel& k, const WeightMatrix& w, const Acts& a, size_t r0, size_t r1, size_t t0, size_t t1,
+                   float* y) {
+  const uint8_t* act = a.bytes;
+  const size_t act_bytes = a.row_bytes, sc_floats = a.scale_floats;
+  const float* scales = a.scales;
   if (w.layout == Layout::Rows8) {  // groups of 8 rows (kernels/rows8.h), up to k.rows8_tokens per pass
     auto tokens = [&](auto&& call) {
       for (size_t t = t0; t < t1; t += k.rows8_tokens) call(t, std::min(k.rows8_tokens, t1 - t));
@@ -60,6 +80,11 @@ void multiply_rows(const DotKernel& k, const WeightMatrix& w, const uint8_t* act
       for (size_t i = 0; i < 4; ++i) y[t0 * w.rows + r + i] = out[i];
     }
     for (; r < r1; ++r) y[t0 * w.rows + r] = k.dot(w.data + r * w.row_bytes, act + t0 * act_bytes, w.cols);
+    return;
+  }
+  if (k.float_tile && a.widened) {
+    k.float_tile(w.data + r0 * w.row_bytes, w.row_bytes, a.widened + t0 * w.cols, w.cols, r1 - r0, t1 - t0, w.cols,
+                 y + t0 * w.rows + r0, w.rows);
     return;
   }
   for (size_t r = r0; r < r1; ++r) {  // several tokens (prefill): 4 tokens per weight row pass
@@ -93,10 +118,21 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
   const size_t sc_floats = any_rows8 ? rows8_scale_floats(cols) : 0;
   if (scratch.act_scales.size() < sc_floats * n_tokens) scratch.act_scales.resize(sc_floats * n_tokens);
   float* scales = scratch.act_scales.data();
+  // Float tiles read f32 rows: the input itself for f32 weights, else the
+  // converted rows widened back (exact), so they multiply dot's numbers.
+  const bool widen = k0.float_tile && n_tokens >= kFloatTileTokens && k0.act != ActFormat::F32;
+  if (widen && scratch.widened.size() < cols * n_tokens) scratch.widened.resize(cols * n_tokens);
+  const tensor::DTypeInfo* widen_from =
+      widen ? &tensor::dtype_info(k0.act == ActFormat::BF16 ? tensor::DType::BF16 : tensor::DType::F16) : nullptr;
   pool.for_each(n_tokens, [&](size_t t, int) {
     k0.quantize_act(x + t * cols, act + t * act_bytes, cols);
     if (any_rows8) rows8_act_scales(k0.act, act + t * act_bytes, cols, scales + t * sc_floats);
+    if (widen_from) widen_from->dequantize(act + t * act_bytes, &scratch.widened[t * cols], cols);
   });
+  const float* widened = !k0.float_tile || n_tokens < kFloatTileTokens ? nullptr
+                         : widen                                      ? scratch.widened.data()
+                                                                      : reinterpret_cast<const float*>(act);
+  const Acts acts{act, act_bytes, scales, sc_floats, widened};
 
   // Rows [r0, r1) of the matrices' rows laid end to end, split at the
   // matrices' boundaries (each a multiple of kUnitRows rows in this count).
@@ -117,8 +153,7 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
       const size_t a = std::max(r0, starts[m]), b = std::min(r1, starts[m + 1]);
       if (a >= b) continue;
       const WeightMatrix& w = *outs[m].w;
-      multiply_rows(*kernels[m], w, act, act_bytes, scales, sc_floats, a - starts[m],
-                    std::min(w.rows, b - starts[m]), t0, t1, outs[m].y);
+      multiply_rows(*kernels[m], w, acts, a - starts[m], std::min(w.rows, b - starts[m]), t0, t1, outs[m].y);
     }
   };
   const size_t total_rows = starts[outs.size()];

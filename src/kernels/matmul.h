@@ -36,6 +36,7 @@ struct WeightMatrix {
 struct MatmulScratch {
   std::vector<uint8_t> act;
   std::vector<float> act_scales;  // rows-of-8 matrices: kernels/rows8.h
+  std::vector<float> widened;     // 16-bit activations as f32 for the float tiles (kernels/dot.h)
   RangeSplit split;  // decode: the rows still to do, per thread
 };
 
