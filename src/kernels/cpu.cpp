@@ -36,6 +36,7 @@ CpuFeatures detect() {
     f.avx512dq = zmm && (b & bit_AVX512DQ);
     f.avx512vnni = zmm && (c & bit_AVX512VNNI);
   }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = f.avx512f && (a & bit_AVX512BF16);
   char brand[49] = {};
   if (unsigned(__get_cpuid_max(0x80000000, nullptr)) >= 0x80000004u) {  // int in clang's cpuid.h, unsigned in GCC's
     for (unsigned i = 0; i < 3; ++i) {

@@ -11,6 +11,7 @@ enum class Isa { Scalar, Avx2, Avx512 };
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false;
+  bool avx512bf16 = false;  // vdpbf16ps: the bf16 kernels of the AVX-512 set (dot_bf16_avx512bf16.cpp)
   std::string model;  // brand string
   // The best kernel set this CPU can run (AVX2 needs FMA and F16C too; the
   // AVX-512 set needs F, BW, VL, DQ and VNNI, so Skylake-SP runs AVX2).

@@ -31,11 +31,11 @@ namespace kvlab::kernels {
 enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
 
 // Float weights (f32, f16, bf16) against several tokens (prefill): n_rows
-// rows `w_stride` bytes apart against n_tokens activation rows of n floats,
-// `act_stride` floats apart (for f16 and bf16, the exact widening of the
-// converted rows dot reads); row r's result for token t goes to
-// y[t * y_stride + r]. Every result is bit-identical to dot().
-using FloatTile = void (*)(const void* w, size_t w_stride, const float* act, size_t act_stride, size_t n_rows,
+// rows `w_stride` bytes apart against n_tokens activation rows of n
+// elements in the kernel's tile_act format, `act_stride` bytes apart; row
+// r's result for token t goes to y[t * y_stride + r]. Every result is
+// bit-identical to dot().
+using FloatTile = void (*)(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows,
                            size_t n_tokens, size_t n, float* y, size_t y_stride);
 
 struct DotKernel {
@@ -72,6 +72,9 @@ struct DotKernel {
   // Float weights: the prefill tile (FloatTile above). nullptr: none; dot4
   // does the tokens 4 at a time.
   FloatTile float_tile = nullptr;
+  // The activations float_tile reads: `act`, or F32 for the exact widening
+  // of act's rows (the same numbers dot multiplies, fewer conversions).
+  ActFormat tile_act = ActFormat::F32;
 };
 
 // dot4 / rows4 for kernels without fused ones: four calls of dot.
@@ -98,7 +101,12 @@ const DotKernel* find_kquant(tensor::DType w);  // Q4_K, Q5_K, Q6_K
 // The AVX2 set with VNNI rows-of-8 kernels and float tiles where they exist.
 namespace avx512 {
 const DotKernel* find(tensor::DType w);
-FloatTile float_tile(tensor::DType w);  // f32, f16, bf16; else nullptr
+// The FMA tiles: f32, f16, bf16 (that one where the CPU lacks AVX512_BF16);
+// else nullptr.
+FloatTile float_tile(tensor::DType w);
 }  // namespace avx512
+// bf16 weights on CPUs with AVX512_BF16: base (the AVX2 set's bf16 kernel)
+// with vdpbf16ps dot products and tile.
+namespace avx512bf16 { DotKernel bf16_kernel(const DotKernel& base); }
 
 }  // namespace kvlab::kernels

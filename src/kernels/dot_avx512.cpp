@@ -28,8 +28,9 @@
 // lane, so every result equals it bit for bit, like the AVX2 kernels.
 //
 // Everything else is the AVX2 set's but the float formats' prefill tiles
-// (float_tiles_avx512.cpp): activation quantization, the float formats'
-// dot products, and the row-major dot products, which the engine
+// (float_tiles_avx512.cpp) and, on CPUs with AVX512_BF16, the bf16 kernels
+// (dot_bf16_avx512bf16.cpp): activation quantization, the other float
+// formats' dot products, and the row-major dot products, which the engine
 // runs only with --mmap and for matrices that are not whole groups of 8
 // rows. 512-bit vectors bought nothing in most places they were tried on the
 // Zen 4 cores this was measured on, which run 512-bit operations as two
@@ -457,7 +458,8 @@ const DotKernel* find(DType w) {
   static const DotKernel q6_k = with_rows8(DType::Q6_K, kquant_rows8<Q6_KVnni>, 4);
   static const DotKernel f32 = with_float_tile(DType::F32);
   static const DotKernel f16 = with_float_tile(DType::F16);
-  static const DotKernel bf16 = with_float_tile(DType::BF16);
+  static const DotKernel bf16 =
+      cpu().avx512bf16 ? avx512bf16::bf16_kernel(*avx2::find(DType::BF16)) : with_float_tile(DType::BF16);
   switch (w) {
     case DType::Q4_0: return &q4_0;
     case DType::Q4_1: return &q4_1;

@@ -1,10 +1,11 @@
-// AVX-512 prefill tiles for float weights (f32, f16, bf16): a few weight
-// rows against a few tokens with every accumulator in a register, so a
-// weight vector is loaded (and for 16-bit rows widened) once per group of
-// tokens and an activation vector once per group of rows. The AVX2 dot4
-// these replace runs one row against 4 tokens in 8-wide vectors, which on
-// 16-bit rows spends 5 widenings and 5 loads on 4 multiply-adds; its
-// pp512 on the default model's f16 and bf16 copies was 0.84x and 0.55x
+// AVX-512 prefill tiles for float weights (f32, f16, and bf16 on CPUs
+// without AVX512_BF16; dot_bf16_avx512bf16.cpp serves those with it): a
+// few weight rows against a few tokens with every accumulator in a
+// register, so a weight vector is loaded (and for 16-bit rows widened) once
+// per group of tokens and an activation vector once per group of rows. The
+// AVX2 dot4 these replace runs one row against 4 tokens in 8-wide vectors,
+// which on 16-bit rows spends 5 widenings and 5 loads on 4 multiply-adds;
+// its pp512 on the default model's f16 and bf16 copies was 0.84x and 0.55x
 // llama.cpp's on the Zen 4 VM (bench/vs-llamacpp, 2026-12-04).
 //
 // Every (row, token) result is the AVX2 dot's, bit for bit (dot_avx2.cpp;
@@ -26,7 +27,7 @@
 #include <cstdint>
 
 #include "kernels/dot.h"
-#include "kernels/tile_count.h"
+#include "kernels/float_tiles.h"
 
 namespace kvlab::kernels::avx512 {
 namespace {
@@ -128,42 +129,24 @@ void tile_16bit(const uint16_t* const* w, const float* act, size_t act_stride, s
     }
 }
 
-// The tile entry (DotKernel::float_tile): the tokens in groups of up to
-// MaxTokens, each against the rows in groups of RowGroup. A token group's
-// activations are read once per row group, from L1 where they fit (14
-// tokens of a 576-wide matrix are 31.5 KiB, Zen 4's L1 32), and the rows
-// come from L2, fewer bytes per step than the activations would be (row
-// groups outside: pp512 588 against 603 tok/s on the f16 copy).
-template <class Elem, size_t RowGroup, int MaxTokens, class Tile>
-void tiles(const void* w, size_t w_stride, const float* act, size_t act_stride, size_t n_rows, size_t n_tokens,
-           size_t n, float* y, size_t y_stride, Tile&& tile) {
-  for (size_t t0 = 0; t0 < n_tokens; t0 += MaxTokens)
-    with_tile_count<MaxTokens>(n_tokens - t0, [&]<int NT>() {
-      for (size_t r0 = 0; r0 < n_rows; r0 += RowGroup) {
-        const size_t nr = std::min(RowGroup, n_rows - r0);
-        const Elem* rows[RowGroup];
-        for (size_t r = 0; r < RowGroup; ++r)
-          rows[r] = reinterpret_cast<const Elem*>(static_cast<const uint8_t*>(w) + (r0 + std::min(r, nr - 1)) * w_stride);
-        tile.template operator()<NT>(rows, act + t0 * act_stride, nr, y + t0 * y_stride + r0);
-      }
-    });
-}
-
-void float_tile_f32(const void* w, size_t w_stride, const float* act, size_t act_stride, size_t n_rows,
+// FloatTile's activations are f32 here (tile_act).
+void float_tile_f32(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows,
                     size_t n_tokens, size_t n, float* y, size_t y_stride) {
-  tiles<float, 4, 6>(w, w_stride, act, act_stride, n_rows, n_tokens, n, y, y_stride,
-                     [&]<int NT>(const float* const* rows, const float* a, size_t nr, float* yt) {
-                       tile_f32<4, NT>(rows, a, act_stride, n, nr, yt, y_stride);
-                     });
+  for_each_float_tile<float, float, 4, 6>(
+      w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
+      [&]<int NT>(const float* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
+        tile_f32<4, NT>(rows, a, ld, n, nr, yt, y_stride);
+      });
 }
 
 template <class H>
-void float_tile_16bit(const void* w, size_t w_stride, const float* act, size_t act_stride, size_t n_rows,
+void float_tile_16bit(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows,
                       size_t n_tokens, size_t n, float* y, size_t y_stride) {
-  tiles<uint16_t, 4, 14>(w, w_stride, act, act_stride, n_rows, n_tokens, n, y, y_stride,
-                        [&]<int NT>(const uint16_t* const* rows, const float* a, size_t nr, float* yt) {
-                          tile_16bit<H, 2, NT>(rows, a, act_stride, n, nr, yt, y_stride);
-                        });
+  for_each_float_tile<uint16_t, float, 4, 14>(
+      w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
+      [&]<int NT>(const uint16_t* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
+        tile_16bit<H, 2, NT>(rows, a, ld, n, nr, yt, y_stride);
+      });
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ struct Acts {
   size_t row_bytes;
   const float* scales;    // rows-of-8 matrices: kernels/rows8.h, scale_floats each
   size_t scale_floats;
-  const float* widened;   // float tiles: the rows as f32 (cols each), or nullptr
+  const uint8_t* tile_rows;  // float tiles: the rows in the kernel's tile_act format, or nullptr
+  size_t tile_row_bytes;
 };
 
 // Y[t0..t1) for weight rows [r0, r1).
@@ -82,9 +83,9 @@ void multiply_rows(const DotKernel& k, const WeightMatrix& w, const Acts& a, siz
     for (; r < r1; ++r) y[t0 * w.rows + r] = k.dot(w.data + r * w.row_bytes, act + t0 * act_bytes, w.cols);
     return;
   }
-  if (k.float_tile && a.widened) {
-    k.float_tile(w.data + r0 * w.row_bytes, w.row_bytes, a.widened + t0 * w.cols, w.cols, r1 - r0, t1 - t0, w.cols,
-                 y + t0 * w.rows + r0, w.rows);
+  if (k.float_tile && a.tile_rows) {
+    k.float_tile(w.data + r0 * w.row_bytes, w.row_bytes, a.tile_rows + t0 * a.tile_row_bytes, a.tile_row_bytes, r1 - r0,
+                 t1 - t0, w.cols, y + t0 * w.rows + r0, w.rows);
     return;
   }
   for (size_t r = r0; r < r1; ++r) {  // several tokens (prefill): 4 tokens per weight row pass
@@ -118,9 +119,10 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
   const size_t sc_floats = any_rows8 ? rows8_scale_floats(cols) : 0;
   if (scratch.act_scales.size() < sc_floats * n_tokens) scratch.act_scales.resize(sc_floats * n_tokens);
   float* scales = scratch.act_scales.data();
-  // Float tiles read f32 rows: the input itself for f32 weights, else the
-  // converted rows widened back (exact), so they multiply dot's numbers.
-  const bool widen = k0.float_tile && n_tokens >= kFloatTileTokens && k0.act != ActFormat::F32;
+  // Float tiles read the converted rows, or those widened back to f32
+  // (exact) where the tile takes f32: the numbers dot multiplies either way.
+  const bool tiles = k0.float_tile && n_tokens >= kFloatTileTokens;
+  const bool widen = tiles && k0.tile_act != k0.act;
   if (widen && scratch.widened.size() < cols * n_tokens) scratch.widened.resize(cols * n_tokens);
   const tensor::DTypeInfo* widen_from =
       widen ? &tensor::dtype_info(k0.act == ActFormat::BF16 ? tensor::DType::BF16 : tensor::DType::F16) : nullptr;
@@ -129,10 +131,8 @@ void matmul_same_format(std::span<const MatmulOut> outs, const float* x, size_t 
     if (any_rows8) rows8_act_scales(k0.act, act + t * act_bytes, cols, scales + t * sc_floats);
     if (widen_from) widen_from->dequantize(act + t * act_bytes, &scratch.widened[t * cols], cols);
   });
-  const float* widened = !k0.float_tile || n_tokens < kFloatTileTokens ? nullptr
-                         : widen                                      ? scratch.widened.data()
-                                                                      : reinterpret_cast<const float*>(act);
-  const Acts acts{act, act_bytes, scales, sc_floats, widened};
+  const uint8_t* tile_rows = !tiles ? nullptr : widen ? reinterpret_cast<const uint8_t*>(scratch.widened.data()) : act;
+  const Acts acts{act, act_bytes, scales, sc_floats, tile_rows, widen ? cols * sizeof(float) : act_bytes};
 
   // Rows [r0, r1) of the matrices' rows laid end to end, split at the
   // matrices' boundaries (each a multiple of kUnitRows rows in this count).

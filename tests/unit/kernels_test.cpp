@@ -121,49 +121,62 @@ TEST(Matmul, BatchedEqualsOneTokenAtATimeBitwise) {
   }
 }
 
-// The float prefill tiles (DotKernel::float_tile) against the same ISA's dot,
-// bit for bit, on every row and token count a tile takes and the remainders
-// around them, with widths that leave each tail of dot's loops.
+// The float prefill tiles (DotKernel::float_tile) against the same kernel
+// set's dot, bit for bit, on every row and token count a tile takes and the
+// remainders around them, with widths that leave each tail of dot's loops.
+// Also the AVX-512 FMA tile for bf16 where the CPU runs the vdpbf16ps set
+// instead (it serves AVX-512 CPUs without AVX512_BF16).
 TEST(Matmul, FloatTilesEqualDotBitwise) {
-  int checked = 0;
+  std::vector<std::pair<DotKernel, std::string>> sets;
   for (Isa isa : available_isas())
-    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
-      const DotKernel& k = dot_kernel(t, isa);
-      if (!k.float_tile) continue;
-      const auto& info = tensor::dtype_info(t);
-      const tensor::DTypeInfo& act_type = tensor::dtype_info(k.act == ActFormat::F32 ? DType::F32 : t);
-      for (size_t cols : {1u, 7u, 8u, 15u, 16u, 17u, 24u, 33u, 107u})
-        for (size_t rows : {1u, 2u, 3u, 5u, 9u})
-          for (size_t tokens : {1u, 5u, 6u, 13u, 14u, 15u, 29u}) {
-            const auto wf = randn(rows * cols, uint32_t(cols + rows), 0.3f), x = randn(tokens * cols, uint32_t(tokens));
-            std::vector<uint8_t> w(rows * cols * info.block_bytes), act(tokens * act_row_bytes(k.act, cols));
-            info.quantize(wf.data(), w.data(), rows * cols);
-            std::vector<float> widened(tokens * cols);
-            for (size_t i = 0; i < tokens; ++i) {
-              uint8_t* row = act.data() + i * act_row_bytes(k.act, cols);
-              k.quantize_act(x.data() + i * cols, row, cols);
-              act_type.dequantize(row, widened.data() + i * cols, cols);
-            }
-            // y with a wider stride than rows, NaN between: a store outside
-            // the tile shows.
-            const size_t ld = rows + 3;
-            std::vector<float> y(tokens * ld, std::numeric_limits<float>::quiet_NaN());
-            k.float_tile(w.data(), cols * info.block_bytes, widened.data(), cols, rows, tokens, cols, y.data(), ld);
-            for (size_t i = 0; i < tokens; ++i)
-              for (size_t r = 0; r < ld; ++r) {
-                const float got = y[i * ld + r];
-                if (r >= rows) {
-                  ASSERT_TRUE(std::isnan(got)) << info.name << " wrote past its rows";
-                  continue;
-                }
-                const float want = k.dot(w.data() + r * cols * info.block_bytes,
-                                         act.data() + i * act_row_bytes(k.act, cols), cols);
-                ASSERT_EQ(got, want) << info.name << " " << isa_name(isa) << " cols=" << cols << " rows=" << rows
-                                     << " tokens=" << tokens << " at r=" << r << " t=" << i;
-              }
-            ++checked;
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) sets.emplace_back(dot_kernel(t, isa), isa_name(isa));
+  if (cpu().best() == Isa::Avx512) {
+    DotKernel fma_bf16 = dot_kernel(DType::BF16, Isa::Avx2);
+    fma_bf16.float_tile = avx512::float_tile(DType::BF16);
+    sets.emplace_back(fma_bf16, "avx512 fma");
+  }
+  int checked = 0;
+  for (const auto& [k, set_name] : sets) {
+    if (!k.float_tile) continue;
+    // A float format's activations are rows of its own type.
+    const DType t = k.act == ActFormat::F32 ? DType::F32 : k.act == ActFormat::F16 ? DType::F16 : DType::BF16;
+    const auto& info = tensor::dtype_info(t);
+    // The tile's activations: the converted rows, or those widened to f32.
+    const bool widen = k.tile_act != k.act;
+    for (size_t cols : {1u, 7u, 8u, 15u, 16u, 17u, 24u, 33u, 107u})
+      for (size_t rows : {1u, 2u, 3u, 5u, 9u})
+        for (size_t tokens : {1u, 5u, 6u, 13u, 14u, 15u, 29u}) {
+          const auto wf = randn(rows * cols, uint32_t(cols + rows), 0.3f), x = randn(tokens * cols, uint32_t(tokens));
+          std::vector<uint8_t> w(rows * cols * info.block_bytes), act(tokens * act_row_bytes(k.act, cols));
+          info.quantize(wf.data(), w.data(), rows * cols);
+          std::vector<float> widened(tokens * cols);
+          for (size_t i = 0; i < tokens; ++i) {
+            uint8_t* row = act.data() + i * act_row_bytes(k.act, cols);
+            k.quantize_act(x.data() + i * cols, row, cols);
+            info.dequantize(row, widened.data() + i * cols, cols);
           }
-    }
+          // y with a wider stride than rows, NaN between: a store outside
+          // the tile shows.
+          const size_t ld = rows + 3;
+          std::vector<float> y(tokens * ld, std::numeric_limits<float>::quiet_NaN());
+          const void* tile_act = widen ? static_cast<const void*>(widened.data()) : act.data();
+          const size_t tile_stride = widen ? cols * sizeof(float) : act_row_bytes(k.act, cols);
+          k.float_tile(w.data(), cols * info.block_bytes, tile_act, tile_stride, rows, tokens, cols, y.data(), ld);
+          for (size_t i = 0; i < tokens; ++i)
+            for (size_t r = 0; r < ld; ++r) {
+              const float got = y[i * ld + r];
+              if (r >= rows) {
+                ASSERT_TRUE(std::isnan(got)) << info.name << " wrote past its rows";
+                continue;
+              }
+              const float want = k.dot(w.data() + r * cols * info.block_bytes,
+                                       act.data() + i * act_row_bytes(k.act, cols), cols);
+              ASSERT_EQ(got, want) << info.name << " " << set_name << " cols=" << cols << " rows=" << rows
+                                   << " tokens=" << tokens << " at r=" << r << " t=" << i;
+            }
+          ++checked;
+        }
+  }
   if (checked == 0) GTEST_SKIP() << "no ISA with float tiles on this CPU";
 }
 
