@@ -101,9 +101,9 @@ const DotKernel* find_kquant(tensor::DType w);  // Q4_K, Q5_K, Q6_K
 // The AVX2 set with VNNI rows-of-8 kernels and float tiles where they exist.
 namespace avx512 {
 const DotKernel* find(tensor::DType w);
-// The FMA tiles: f32, f16, bf16 (that one where the CPU lacks AVX512_BF16);
-// else nullptr.
-FloatTile float_tile(tensor::DType w);
+// f32, f16, bf16 (the set for CPUs without AVX512_BF16): base, the AVX2
+// set's kernel, with dot_float_avx512.cpp's kernels in it; other types: base.
+DotKernel float_kernel(tensor::DType w, const DotKernel& base);
 }  // namespace avx512
 // bf16 weights on CPUs with AVX512_BF16: base (the AVX2 set's bf16 kernel)
 // with vdpbf16ps dot products and tile.

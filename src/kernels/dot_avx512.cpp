@@ -27,10 +27,10 @@
 // the reference's float operations in its order (dot_scalar.cpp), lane by
 // lane, so every result equals it bit for bit, like the AVX2 kernels.
 //
-// Everything else is the AVX2 set's but the float formats' prefill tiles
-// (float_tiles_avx512.cpp) and, on CPUs with AVX512_BF16, the bf16 kernels
-// (dot_bf16_avx512bf16.cpp): activation quantization, the other float
-// formats' dot products, and the row-major dot products, which the engine
+// Everything else is the AVX2 set's but the float formats' kernels
+// (dot_float_avx512.cpp; on CPUs with AVX512_BF16 dot_bf16_avx512bf16.cpp
+// for bf16): activation quantization, f32's dot products, and the
+// quantized formats' row-major dot products, which the engine
 // runs only with --mmap and for matrices that are not whole groups of 8
 // rows. 512-bit vectors bought nothing in most places they were tried on the
 // Zen 4 cores this was measured on, which run 512-bit operations as two
@@ -439,10 +439,12 @@ DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8, size_t tokens,
   return k;
 }
 
-DotKernel with_float_tile(DType w) {
-  DotKernel k = *avx2::find(w);
-  k.float_tile = float_tile(w);
-  return k;
+const DotKernel* float_set(DType w) {
+  static const DotKernel f32 = float_kernel(DType::F32, *avx2::find(DType::F32));
+  static const DotKernel f16 = float_kernel(DType::F16, *avx2::find(DType::F16));
+  static const DotKernel bf16 = cpu().avx512bf16 ? avx512bf16::bf16_kernel(*avx2::find(DType::BF16))
+                                                 : float_kernel(DType::BF16, *avx2::find(DType::BF16));
+  return w == DType::F32 ? &f32 : w == DType::F16 ? &f16 : &bf16;
 }
 
 }  // namespace
@@ -456,10 +458,6 @@ const DotKernel* find(DType w) {
   static const DotKernel q4_k = with_rows8(DType::Q4_K, kquant_rows8<Q45_KVnni<BlockQ4_K>>, 4);
   static const DotKernel q5_k = with_rows8(DType::Q5_K, kquant_rows8<Q45_KVnni<BlockQ5_K>>, 4);
   static const DotKernel q6_k = with_rows8(DType::Q6_K, kquant_rows8<Q6_KVnni>, 4);
-  static const DotKernel f32 = with_float_tile(DType::F32);
-  static const DotKernel f16 = with_float_tile(DType::F16);
-  static const DotKernel bf16 =
-      cpu().avx512bf16 ? avx512bf16::bf16_kernel(*avx2::find(DType::BF16)) : with_float_tile(DType::BF16);
   switch (w) {
     case DType::Q4_0: return &q4_0;
     case DType::Q4_1: return &q4_1;
@@ -469,9 +467,9 @@ const DotKernel* find(DType w) {
     case DType::Q4_K: return &q4_k;
     case DType::Q5_K: return &q5_k;
     case DType::Q6_K: return &q6_k;
-    case DType::F32: return &f32;
-    case DType::F16: return &f16;
-    case DType::BF16: return &bf16;
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return float_set(w);
     default: return avx2::find(w);
   }
 }

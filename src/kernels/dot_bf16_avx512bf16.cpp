@@ -2,7 +2,7 @@
 // Rapids; not Ice Lake): vdpbf16ps multiplies 32 bf16 pairs and adds them
 // into 16 f32 lanes in one instruction, with no widening of either side,
 // where the FMA kernels widen both and do 16 products per instruction
-// (float_tiles_avx512.cpp; dot_avx2.cpp for dot).
+// (dot_float_avx512.cpp).
 //
 // Every (row, token) result comes from one chain, the same in dot, dot4 and
 // the prefill tile, so a token's output does not depend on its batch:

@@ -35,6 +35,17 @@ using test::randn;
 
 class DotKernels : public ::testing::TestWithParam<DType> {};
 
+// Every kernel set this CPU can run for weight type t, named: one per ISA,
+// and on a CPU with AVX512_BF16 also the AVX-512 FMA set for bf16 that
+// serves AVX-512 CPUs without it.
+std::vector<std::pair<DotKernel, std::string>> kernel_sets(DType t) {
+  std::vector<std::pair<DotKernel, std::string>> sets;
+  for (Isa isa : available_isas()) sets.emplace_back(dot_kernel(t, isa), isa_name(isa));
+  if (t == DType::BF16 && cpu().best() == Isa::Avx512 && cpu().avx512bf16)
+    sets.emplace_back(avx512::float_kernel(DType::BF16, dot_kernel(DType::BF16, Isa::Avx2)), "avx512 fma");
+  return sets;
+}
+
 // SIMD integer sums are exact; only the float accumulation order differs, so
 // the bound is a few ulps of the sum of |terms| (per-block scales included).
 TEST_P(DotKernels, EveryIsaMatchesScalarOnOddSizes) {
@@ -45,8 +56,7 @@ TEST_P(DotKernels, EveryIsaMatchesScalarOnOddSizes) {
       : info.block_size == tensor::kQK_K ? std::vector<size_t>{256, 512, 1536, 2816}
                            : std::vector<size_t>{32, 64, 96, 160, 576, 1536 + 32};
   const DotKernel& ref = dot_kernel(t, Isa::Scalar);
-  for (Isa isa : available_isas()) {
-    const DotKernel& k = dot_kernel(t, isa);
+  for (const auto& [k, set_name] : kernel_sets(t)) {
     ASSERT_EQ(k.act, ref.act);
     for (size_t n : sizes) {
       const auto w = randn(n, uint32_t(n), 0.5f), x = randn(n, uint32_t(n) + 7, 2.f);
@@ -56,7 +66,7 @@ TEST_P(DotKernels, EveryIsaMatchesScalarOnOddSizes) {
       double mag = 0;
       for (size_t i = 0; i < n; ++i) mag += std::fabs(double(w[i]) * x[i]);
       const float a = ref.dot(wq.data(), xa.data(), n), b = k.dot(wq.data(), xa.data(), n);
-      EXPECT_NEAR(a, b, mag * 2e-6 + 1e-6) << info.name << " " << isa_name(isa) << " n=" << n;
+      EXPECT_NEAR(a, b, mag * 2e-6 + 1e-6) << info.name << " " << set_name << " n=" << n;
     }
   }
 }
@@ -121,20 +131,14 @@ TEST(Matmul, BatchedEqualsOneTokenAtATimeBitwise) {
   }
 }
 
-// The float prefill tiles (DotKernel::float_tile) against the same kernel
-// set's dot, bit for bit, on every row and token count a tile takes and the
-// remainders around them, with widths that leave each tail of dot's loops.
-// Also the AVX-512 FMA tile for bf16 where the CPU runs the vdpbf16ps set
-// instead (it serves AVX-512 CPUs without AVX512_BF16).
+// The float prefill tiles (DotKernel::float_tile) of every set kernel_sets
+// lists, against the same set's dot, bit for bit, on every row and token
+// count a tile takes and the remainders around them, with widths that leave
+// each tail of dot's loops.
 TEST(Matmul, FloatTilesEqualDotBitwise) {
   std::vector<std::pair<DotKernel, std::string>> sets;
-  for (Isa isa : available_isas())
-    for (DType t : {DType::F32, DType::F16, DType::BF16}) sets.emplace_back(dot_kernel(t, isa), isa_name(isa));
-  if (cpu().best() == Isa::Avx512) {
-    DotKernel fma_bf16 = dot_kernel(DType::BF16, Isa::Avx2);
-    fma_bf16.float_tile = avx512::float_tile(DType::BF16);
-    sets.emplace_back(fma_bf16, "avx512 fma");
-  }
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (auto& set : kernel_sets(t)) sets.push_back(std::move(set));
   int checked = 0;
   for (const auto& [k, set_name] : sets) {
     if (!k.float_tile) continue;
