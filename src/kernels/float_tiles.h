@@ -17,10 +17,11 @@ namespace kvlab::kernels {
 // results the tile does not store), the group's first activation row, the
 // activation rows' stride in Act elements, and where its results go. A
 // token group's activations are read once per row group, from L1 where
-// they fit (14 f32 rows of a 576-wide matrix are 31.5 KiB, Zen 4's L1 32),
-// and the rows come from L2, fewer bytes per step than the activations
-// would be (row groups outside: pp512 588 against 603 tok/s on the default
-// model's f16 copy, Zen 4 VM).
+// they fit (6 f32 rows of a 576-wide matrix are 13.5 KiB; of the 1536-wide
+// down matrix, 36 KiB, over Zen 4's 32), and the rows come from L2, fewer
+// bytes per step than the activations would be (with the row groups
+// outside, an earlier f16 tile ran pp512 on the default model's f16 copy
+// at 588 against 603 tok/s, Zen 4 VM).
 template <class Elem, class Act, size_t RowGroup, int MaxTokens, class Tile>
 void for_each_float_tile(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows,
                          size_t n_tokens, float* y, size_t y_stride, Tile&& tile) {
