@@ -13,6 +13,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/dot_shapes.h"
+#include "kernels/float_tiles.h"
 #include "kernels/hsum_avx2.h"
 #include "kernels/rows8_avx2.h"
 #include "kernels/tile_count.h"
@@ -48,38 +49,49 @@ inline __m256 dot_u8_i8(__m256i ux, __m256i y) {
 
 // f32 rows: two multiply-add chains per pair (even and odd 8-element
 // halves of each 16), the last whole 8 into the first, the horizontal sum
-// of both, then the scalar tail. As with the 16-bit rows below, dot4 runs 4
-// pairs in one loop, each with these operations in this order (the same
-// bits as dot), and rows4 stays 4 calls of dot. pp128 on an f32 copy of the
-// default model: x1.225 (1.21-1.25) over 4 calls of dot (bench/alternate-bench,
-// 5 rounds, 2 threads, Zen 4 VM, 2026-12-04).
-template <int NP>
-void dots_f32(const float* x, const float* const* y, size_t n, float* out) {
-  __m256 acc0[NP], acc1[NP];
-  for (int p = 0; p < NP; ++p) acc0[p] = acc1[p] = _mm256_setzero_ps();
+// of both, then the scalar tail. dots_f32 runs NR weight rows against NP
+// activation rows, each pair with these operations in this order, so dot
+// (1 x 1), dot4 (1 x 4) and the prefill tile (2 x 3) give the same bits;
+// rows4 stays 4 calls of dot. pp128 on an f32 copy of the default model:
+// dot4 x1.225 (1.21-1.25) over 4 calls of dot (bench/alternate-bench, 5
+// rounds, 2 threads, Zen 4 VM, 2026-12-04). Results go to
+// out[p * out_stride + r]; rows past n_rows repeat the last one and are not
+// stored.
+template <int NR, int NP>
+void dots_f32(const float* const* x, const float* const* y, size_t n, float* out, size_t out_stride = 1,
+              size_t n_rows = NR) {
+  __m256 acc0[NR][NP], acc1[NR][NP];
+  for (int r = 0; r < NR; ++r)
+    for (int p = 0; p < NP; ++p) acc0[r][p] = acc1[r][p] = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+    __m256 x0[NR], x1[NR];
+    for (int r = 0; r < NR; ++r) x0[r] = _mm256_loadu_ps(x[r] + i), x1[r] = _mm256_loadu_ps(x[r] + i + 8);
     for (int p = 0; p < NP; ++p) {
-      acc0[p] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y[p] + i), acc0[p]);
-      acc1[p] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(y[p] + i + 8), acc1[p]);
+      const __m256 y0 = _mm256_loadu_ps(y[p] + i), y1 = _mm256_loadu_ps(y[p] + i + 8);
+      for (int r = 0; r < NR; ++r) {
+        acc0[r][p] = _mm256_fmadd_ps(x0[r], y0, acc0[r][p]);
+        acc1[r][p] = _mm256_fmadd_ps(x1[r], y1, acc1[r][p]);
+      }
     }
   }
   const size_t whole = i;
-  for (int p = 0; p < NP; ++p) {
-    size_t j = whole;
-    for (; j + 8 <= n; j += 8) acc0[p] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(y[p] + j), acc0[p]);
-    float s = hsum(_mm256_add_ps(acc0[p], acc1[p]));
-    for (; j < n; ++j) s += x[j] * y[p][j];
-    out[p] = s;
-  }
+  for (int r = 0; r < NR; ++r)
+    for (int p = 0; p < NP; ++p) {
+      size_t j = whole;
+      for (; j + 8 <= n; j += 8)
+        acc0[r][p] = _mm256_fmadd_ps(_mm256_loadu_ps(x[r] + j), _mm256_loadu_ps(y[p] + j), acc0[r][p]);
+      float s = hsum(_mm256_add_ps(acc0[r][p], acc1[r][p]));
+      for (; j < n; ++j) s += x[r][j] * y[p][j];
+      if (size_t(r) < n_rows) out[size_t(p) * out_stride + size_t(r)] = s;
+    }
 }
 
 float dot_f32(const void* w, const void* a, size_t n) {
   const float* x = static_cast<const float*>(w);
   const float* y = static_cast<const float*>(a);
   float out;
-  dots_f32<1>(x, &y, n, &out);
+  dots_f32<1, 1>(&x, &y, n, &out);
   return out;
 }
 // dot4's 4 activation rows, `stride` bytes apart.
@@ -90,48 +102,65 @@ std::array<const T*, 4> four_rows(const void* act, size_t stride) {
   return rows;
 }
 void dot4_f32(const void* w, const void* act, size_t stride, size_t n, float* out) {
-  dots_f32<4>(static_cast<const float*>(w), four_rows<float>(act, stride).data(), n, out);
+  const float* x = static_cast<const float*>(w);
+  dots_f32<1, 4>(&x, four_rows<float>(act, stride).data(), n, out);
 }
 
 // 16-bit float rows (f16, bf16): 8 elements widened to f32 per step, one
 // fused multiply-add chain per pair of rows, then the horizontal sum and
-// the scalar tail. H gives the widening: load (8 elements) and one (1).
+// the scalar tail. H gives the widening: load (8 elements) and one (1);
+// F32Lanes reads activations already widened (the prefill tile's).
 struct F16Lanes {
+  using T = uint16_t;
   static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static float one(uint16_t h) { return h2f(h); }
 };
 struct BF16Lanes {
+  using T = uint16_t;
   static __m256 load(const uint16_t* p) {
     const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
   }
   static float one(uint16_t h) { return bf16_to_f32(h); }
 };
+struct F32Lanes {
+  using T = float;
+  static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  static float one(float v) { return v; }
+};
 
-// One weight row x against NP activation rows y[p] at once. Each pair runs
-// exactly the operations of the one-row case (NP = 1: dot) in its order, so
-// dot4 and dot give the same bits (a token's result does not depend on its
-// batch). With 4 rows the weights are widened once for all of them and the
-// 4 multiply-add chains run side by side; the one-row loop waits on the
-// multiply-add's latency. pp128 on f16 and bf16 copies of the default model
-// went from 197 and 173 to 458 and 398 tok/s (2 threads, Zen 4 VM). Decode
-// (rows4) keeps 4 calls of dot: the rows then stream from DRAM one after
-// another, which read 1.9x faster than 4 rows side by side (tg64 33.7
-// against 17.7 GB/s; performance log, 2026-12-04).
-template <class H, int NP>
-void dots_16bit(const uint16_t* x, const uint16_t* const* y, size_t n, float* out) {
-  __m256 acc[NP];
-  for (int p = 0; p < NP; ++p) acc[p] = _mm256_setzero_ps();
+// NR weight rows x against NP activation rows y[p] at once (widened by W
+// and A). Each pair runs exactly the operations of the one-row case (dot)
+// in its order, so dot, dot4 and the tile give the same bits (a token's
+// result does not depend on its batch). With 4 activation rows the weights
+// are widened once for all of them and the 4 chains run side by side; the
+// one-row loop waits on the multiply-add's latency. pp128 on f16 and bf16
+// copies of the default model went from 197 and 173 to 458 and 398 tok/s
+// with dot4 (2 threads, Zen 4 VM). Decode (rows4) keeps 4 calls of dot: the
+// rows then stream from DRAM one after another, which read 1.9x faster than
+// 4 rows side by side (tg64 33.7 against 17.7 GB/s; performance log,
+// 2026-12-04). Results and rows past n_rows as in dots_f32.
+template <class W, class A, int NR, int NP>
+void dots_16bit(const uint16_t* const* x, const typename A::T* const* y, size_t n, float* out,
+                size_t out_stride = 1, size_t n_rows = NR) {
+  __m256 acc[NR][NP];
+  for (int r = 0; r < NR; ++r)
+    for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 vx = H::load(x + i);
-    for (int p = 0; p < NP; ++p) acc[p] = _mm256_fmadd_ps(vx, H::load(y[p] + i), acc[p]);
+    __m256 vx[NR];
+    for (int r = 0; r < NR; ++r) vx[r] = W::load(x[r] + i);
+    for (int p = 0; p < NP; ++p) {
+      const __m256 vy = A::load(y[p] + i);
+      for (int r = 0; r < NR; ++r) acc[r][p] = _mm256_fmadd_ps(vx[r], vy, acc[r][p]);
+    }
   }
-  for (int p = 0; p < NP; ++p) {
-    float s = hsum(acc[p]);
-    for (size_t j = i; j < n; ++j) s += H::one(x[j]) * H::one(y[p][j]);
-    out[p] = s;
-  }
+  for (int r = 0; r < NR; ++r)
+    for (int p = 0; p < NP; ++p) {
+      float s = hsum(acc[r][p]);
+      for (size_t j = i; j < n; ++j) s += W::one(x[r][j]) * A::one(y[p][j]);
+      if (size_t(r) < n_rows) out[size_t(p) * out_stride + size_t(r)] = s;
+    }
 }
 
 template <class H>
@@ -139,12 +168,39 @@ float dot_16bit(const void* w, const void* a, size_t n) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
   const uint16_t* y = static_cast<const uint16_t*>(a);
   float out;
-  dots_16bit<H, 1>(x, &y, n, &out);
+  dots_16bit<H, H, 1, 1>(&x, &y, n, &out);
   return out;
 }
 template <class H>
 void dot4_16bit(const void* w, const void* act, size_t stride, size_t n, float* out) {
-  dots_16bit<H, 4>(static_cast<const uint16_t*>(w), four_rows<uint16_t>(act, stride).data(), n, out);
+  const uint16_t* x = static_cast<const uint16_t*>(w);
+  dots_16bit<H, H, 1, 4>(&x, four_rows<uint16_t>(act, stride).data(), n, out);
+}
+
+// The prefill tiles (DotKernel::float_tile, kernels/float_tiles.h), in the
+// 16 registers: f32 2 rows x 3 tokens (12 accumulators, 4 row halves, an
+// activation half), 16-bit 2 rows x 6 tokens (12, 2, 1), with f32
+// activations (tile_act).
+void tile_f32(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows, size_t n_tokens,
+              size_t n, float* y, size_t y_stride) {
+  for_each_float_tile<float, float, 2, 3>(
+      w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
+      [&]<int NT>(const float* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
+        std::array<const float*, NT> tokens;
+        for (int t = 0; t < NT; ++t) tokens[size_t(t)] = a + size_t(t) * ld;
+        dots_f32<2, NT>(rows, tokens.data(), n, yt, y_stride, nr);
+      });
+}
+template <class H>
+void tile_16bit(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows, size_t n_tokens,
+                size_t n, float* y, size_t y_stride) {
+  for_each_float_tile<uint16_t, float, 2, 6>(
+      w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
+      [&]<int NT>(const uint16_t* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
+        std::array<const float*, NT> tokens;
+        for (int t = 0; t < NT; ++t) tokens[size_t(t)] = a + size_t(t) * ld;
+        dots_16bit<H, F32Lanes, 2, NT>(rows, tokens.data(), n, yt, y_stride, nr);
+      });
 }
 
 // Quantized blocks, NR weight rows against NT activation rows at once. Each
@@ -540,7 +596,11 @@ void quantize_q8_1(const float* x, void* out, size_t n) {
   }
 }
 
-const DotKernel kF32{ActFormat::F32, quantize_row_f32, dot_f32, dot4_f32, rows4_by_rows<dot_f32>};
+constexpr DotKernel with_tile(DotKernel k, FloatTile tile) {
+  k.float_tile = tile;
+  return k;
+}
+const DotKernel kF32 = with_tile({ActFormat::F32, quantize_row_f32, dot_f32, dot4_f32, rows4_by_rows<dot_f32>}, tile_f32);
 // f32 -> f16 with F16C, rounding to nearest even as f32_to_f16 does, so the
 // bytes are the scalar reference's (this also fills the f16 KV cache).
 void quantize_f16(const float* x, void* out, size_t n) {
@@ -552,10 +612,12 @@ void quantize_f16(const float* x, void* out, size_t n) {
   for (; i < n; ++i) h[i] = f32_to_f16(x[i]);
 }
 
-const DotKernel kF16{ActFormat::F16, quantize_f16, dot_16bit<F16Lanes>, dot4_16bit<F16Lanes>,
-                     rows4_by_rows<dot_16bit<F16Lanes>>};
-const DotKernel kBF16{ActFormat::BF16, quantize_row_bf16, dot_16bit<BF16Lanes>, dot4_16bit<BF16Lanes>,
-                      rows4_by_rows<dot_16bit<BF16Lanes>>};
+const DotKernel kF16 = with_tile({ActFormat::F16, quantize_f16, dot_16bit<F16Lanes>, dot4_16bit<F16Lanes>,
+                                  rows4_by_rows<dot_16bit<F16Lanes>>},
+                                 tile_16bit<F16Lanes>);
+const DotKernel kBF16 = with_tile({ActFormat::BF16, quantize_row_bf16, dot_16bit<BF16Lanes>, dot4_16bit<BF16Lanes>,
+                                   rows4_by_rows<dot_16bit<BF16Lanes>>},
+                                  tile_16bit<BF16Lanes>);
 const DotKernel kQ8_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q8_0Kind>>, dot_1x4<Tiles<Q8_0Kind>>, dot_4x1<Tiles<Q8_0Kind>>,
                       rows8<Q8_0Rows8>};
 const DotKernel kQ4_0{ActFormat::Q8_0, quantize_q8_0, dot_1x1<Tiles<Q4_0Kind>>, dot_1x4<Tiles<Q4_0Kind>>, dot_4x1<Tiles<Q4_0Kind>>,
