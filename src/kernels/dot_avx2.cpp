@@ -185,10 +185,8 @@ void tile_f32(const void* w, size_t w_stride, const void* act, size_t act_stride
               size_t n, float* y, size_t y_stride) {
   for_each_float_tile<float, float, 2, 3>(
       w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
-      [&]<int NT>(const float* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
-        std::array<const float*, NT> tokens;
-        for (int t = 0; t < NT; ++t) tokens[size_t(t)] = a + size_t(t) * ld;
-        dots_f32<2, NT>(rows, tokens.data(), n, yt, y_stride, nr);
+      [&]<int NT>(const float* const* rows, const float* const* tokens, size_t nr, float* yt) {
+        dots_f32<2, NT>(rows, tokens, n, yt, y_stride, nr);
       });
 }
 template <class H>
@@ -196,10 +194,8 @@ void tile_16bit(const void* w, size_t w_stride, const void* act, size_t act_stri
                 size_t n, float* y, size_t y_stride) {
   for_each_float_tile<uint16_t, float, 2, 6>(
       w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
-      [&]<int NT>(const uint16_t* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
-        std::array<const float*, NT> tokens;
-        for (int t = 0; t < NT; ++t) tokens[size_t(t)] = a + size_t(t) * ld;
-        dots_16bit<H, F32Lanes, 2, NT>(rows, tokens.data(), n, yt, y_stride, nr);
+      [&]<int NT>(const uint16_t* const* rows, const float* const* tokens, size_t nr, float* yt) {
+        dots_16bit<H, F32Lanes, 2, NT>(rows, tokens, n, yt, y_stride, nr);
       });
 }
 

@@ -95,10 +95,8 @@ void tile(const void* w, size_t w_stride, const void* act, size_t act_stride, si
           size_t n, float* y, size_t y_stride) {
   for_each_float_tile<uint16_t, uint16_t, 4, 6>(
       w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
-      [&]<int NT>(const uint16_t* const* rows, const uint16_t* a, size_t ld, size_t nr, float* yt) {
-        std::array<const uint16_t*, NT> tokens;
-        for (int t = 0; t < NT; ++t) tokens[size_t(t)] = a + size_t(t) * ld;
-        chains<4, NT>(rows, tokens.data(), n, nr, yt, y_stride);
+      [&]<int NT>(const uint16_t* const* rows, const uint16_t* const* tokens, size_t nr, float* yt) {
+        chains<4, NT>(rows, tokens, n, nr, yt, y_stride);
       });
 }
 

@@ -62,8 +62,7 @@ inline __m256 high_half(__m512 v) { return _mm512_maskz_extractf32x8_ps(0xff, v,
 // activation loads, ran pp512 on the f32 copy 0.75x as fast). Rows past
 // n_rows repeat the last one and are not stored.
 template <int NR, int NT>
-void tile_f32(const float* const* w, const float* act, size_t act_stride, size_t n, size_t n_rows, float* y,
-              size_t y_stride) {
+void tile_f32(const float* const* w, const float* const* act, size_t n, size_t n_rows, float* y, size_t y_stride) {
   __m512 acc[NR][NT];
   for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -72,13 +71,13 @@ void tile_f32(const float* const* w, const float* act, size_t act_stride, size_t
     __m512 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w[r] + i);
     for (int t = 0; t < NT; ++t) {
-      const __m512 a = _mm512_loadu_ps(act + size_t(t) * act_stride + i);
+      const __m512 a = _mm512_loadu_ps(act[t] + i);
       for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], a, acc[r][t]);
     }
   }
   for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) {
-      const float* a = act + size_t(t) * act_stride;
+      const float* a = act[t];
       __m256 lo = low_half(acc[r][t]);
       size_t j = i;
       for (; j + 8 <= n; j += 8) lo = _mm256_fmadd_ps(_mm256_loadu_ps(w[r] + j), _mm256_loadu_ps(a + j), lo);
@@ -92,8 +91,8 @@ void float_tile_f32(const void* w, size_t w_stride, const void* act, size_t act_
                     size_t n_tokens, size_t n, float* y, size_t y_stride) {
   for_each_float_tile<float, float, 4, 6>(
       w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
-      [&]<int NT>(const float* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
-        tile_f32<4, NT>(rows, a, ld, n, nr, yt, y_stride);
+      [&]<int NT>(const float* const* rows, const float* const* tokens, size_t nr, float* yt) {
+        tile_f32<4, NT>(rows, tokens, n, nr, yt, y_stride);
       });
 }
 
@@ -175,10 +174,8 @@ void float_tile_16bit(const void* w, size_t w_stride, const void* act, size_t ac
                       size_t n_tokens, size_t n, float* y, size_t y_stride) {
   for_each_float_tile<uint16_t, float, 4, 6>(
       w, w_stride, act, act_stride, n_rows, n_tokens, y, y_stride,
-      [&]<int NT>(const uint16_t* const* rows, const float* a, size_t ld, size_t nr, float* yt) {
-        std::array<const float*, NT> tokens;
-        for (int t = 0; t < NT; ++t) tokens[size_t(t)] = a + size_t(t) * ld;
-        chains<H, F32Lanes, 4, NT>(rows, tokens.data(), n, nr, yt, y_stride);
+      [&]<int NT>(const uint16_t* const* rows, const float* const* tokens, size_t nr, float* yt) {
+        chains<H, F32Lanes, 4, NT>(rows, tokens, n, nr, yt, y_stride);
       });
 }
 
