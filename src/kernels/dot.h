@@ -103,7 +103,7 @@ namespace avx512 {
 const DotKernel* find(tensor::DType w);
 // f32, f16, bf16 (the set for CPUs without AVX512_BF16): base, the AVX2
 // set's kernel, with dot_float_avx512.cpp's kernels in it; other types: base.
-DotKernel float_kernel(tensor::DType w, const DotKernel& base);
+DotKernel float_kernel(tensor::DType w, DotKernel base);
 }  // namespace avx512
 // bf16 weights on CPUs with AVX512_BF16: base (the AVX2 set's bf16 kernel)
 // with vdpbf16ps dot products and tile.

@@ -9,7 +9,7 @@
 // 16 lanes from zero; each step adds 32 elements with vdpbf16ps (lane i
 // takes the step's elements 2i and 2i + 1); the last step loads the
 // elements past n as zeros (a product of +0: the same in every path); then
-// the lanes are summed, the two halves first, then hsum8's order. The
+// the lanes are summed, the two halves first (hsum_avx2.h). The
 // instruction flushes denormal inputs and results to zero and rounds after
 // each of its two products (Intel SDM, VDPBF16PS), so its sums differ from
 // the scalar reference's by float rounding, not bit for bit; bf16 products
@@ -21,6 +21,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/float_tiles.h"
+#include "kernels/hsum_avx2.h"
 
 namespace kvlab::kernels::avx512bf16 {
 namespace {
@@ -31,17 +32,6 @@ constexpr size_t kStep = 32;  // elements per vdpbf16ps
 // clear) as zeros.
 inline __m512bh bf16x32(const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
 inline __m512bh bf16x32(const uint16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
-
-// hsum_avx2.h's order, written out here rather than included: an inline
-// function from that header built with these flags could be the copy the
-// linker keeps for the AVX2 files.
-inline float sum16(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, v, 0), _mm512_maskz_extractf32x8_ps(0xff, v, 1));
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // NR weight rows against NT activation rows, every pair its own chain.
 // Rows past n_rows repeat the last one and are not stored.
@@ -68,7 +58,7 @@ void chains(const uint16_t* const* w, const uint16_t* const* a, size_t n, size_t
   }
   for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) {
-      const float s = sum16(acc[r][t]);
+      const float s = hsum(acc[r][t]);
       if (size_t(r) < n_rows) y[size_t(t) * y_stride + size_t(r)] = s;
     }
 }

@@ -20,7 +20,7 @@
 //        summed across and the scalar tail added, all in dot's order.
 //   f16, bf16: 16 lanes from zero, 16 elements a step, widened and
 //        multiplied in; the last step loads the elements past n as zeros;
-//        then the halves are added and summed across in hsum8's order. The
+//        then the halves are added and summed across in hsum's order. The
 //        AVX2 dot runs one 8-lane chain, which waits on the multiply-add's
 //        latency: decode on the f16 copy read 33 GB/s where f32's two
 //        chains read 49 (bench/bytes-per-weight, 2026-12-04).
@@ -34,27 +34,12 @@
 
 #include "kernels/dot.h"
 #include "kernels/float_tiles.h"
+#include "kernels/hsum_avx2.h"
 
 namespace kvlab::kernels::avx512 {
 namespace {
 
 using tensor::DType;
-
-// hsum_avx2.h's sum, the same additions in the same order, written out here
-// rather than included: an inline function from that header built with
-// AVX-512 enabled could be the copy the linker keeps for the AVX2 files.
-inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// The zero-masked forms with every lane on are the plain operations; those
-// start from _mm512_undefined_*, which GCC 12 reports as maybe uninitialized
-// (its cast to the low half is an extract too).
-inline __m256 low_half(__m512 v) { return _mm512_maskz_extractf32x8_ps(0xff, v, 0); }
-inline __m256 high_half(__m512 v) { return _mm512_maskz_extractf32x8_ps(0xff, v, 1); }
 
 // ---- f32 ----------------------------------------------------------------------
 // NR rows against NT tokens (NR x NT accumulators; 4 x 6 fills 24 of the 32
@@ -81,7 +66,7 @@ void tile_f32(const float* const* w, const float* const* act, size_t n, size_t n
       __m256 lo = low_half(acc[r][t]);
       size_t j = i;
       for (; j + 8 <= n; j += 8) lo = _mm256_fmadd_ps(_mm256_loadu_ps(w[r] + j), _mm256_loadu_ps(a + j), lo);
-      float s = hsum8(_mm256_add_ps(lo, high_half(acc[r][t])));
+      float s = hsum(_mm256_add_ps(lo, high_half(acc[r][t])));
       for (; j < n; ++j) s += w[r][j] * a[j];
       if (size_t(r) < n_rows) y[size_t(t) * y_stride + size_t(r)] = s;
     }
@@ -144,7 +129,7 @@ void chains(const uint16_t* const* w, const typename A::T* const* a, size_t n, s
   if (i < n) step(i, __mmask16((1u << (n - i)) - 1));
   for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) {
-      const float s = hsum8(_mm256_add_ps(low_half(acc[r][t]), high_half(acc[r][t])));
+      const float s = hsum(acc[r][t]);
       if (size_t(r) < n_rows) y[size_t(t) * y_stride + size_t(r)] = s;
     }
 }
@@ -191,13 +176,12 @@ DotKernel with_16bit(DotKernel k) {
 
 }  // namespace
 
-DotKernel float_kernel(DType w, const DotKernel& base) {
-  DotKernel k = base;
+DotKernel float_kernel(DType w, DotKernel base) {
   switch (w) {
-    case DType::F32: k.float_tile = float_tile_f32; return k;
+    case DType::F32: base.float_tile = float_tile_f32; return base;
     case DType::F16: return with_16bit<F16Lanes>(base);
     case DType::BF16: return with_16bit<BF16Lanes>(base);
-    default: return k;
+    default: return base;
   }
 }
 

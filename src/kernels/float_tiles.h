@@ -1,7 +1,7 @@
 // The loop over a float prefill tile's token and row groups (dot.h's
-// FloatTile), shared by the AVX-512 files that implement one. Templates
-// only: each file's instances are its own, since their Tile is a lambda of
-// that file.
+// FloatTile), shared by the AVX2 and AVX-512 files that implement one.
+// Templates only: each file's instances are its own, since their Tile is a
+// lambda of that file.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -16,13 +16,12 @@ namespace kvlab::kernels {
 // of RowGroup: tile.template operator()<NT>(rows, tokens, nr, y) with
 // RowGroup row pointers (past row nr - 1 they repeat the last row, whose
 // results the tile does not store), the group's NT activation rows, and
-// where its results go. A
-// token group's activations are read once per row group, from L1 where
-// they fit (6 f32 rows of a 576-wide matrix are 13.5 KiB; of the 1536-wide
-// down matrix, 36 KiB, over Zen 4's 32), and the rows come from L2, fewer
-// bytes per step than the activations would be (with the row groups
-// outside, an earlier f16 tile ran pp512 on the default model's f16 copy
-// at 588 against 603 tok/s, Zen 4 VM).
+// where its results go. A token group's activations are read once per row
+// group, from L1 where they fit (6 f32 rows of a 576-wide matrix are 13.5
+// KiB; of the 1536-wide down matrix, 36 KiB, over Zen 4's 32), and the rows
+// come from L2, fewer bytes per step than the activations would be (with
+// the row groups outside, an earlier f16 tile ran pp512 on the default
+// model's f16 copy at 588 against 603 tok/s, Zen 4 VM).
 template <class Elem, class Act, size_t RowGroup, int MaxTokens, class Tile>
 void for_each_float_tile(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows,
                          size_t n_tokens, float* y, size_t y_stride, Tile&& tile) {
