@@ -20,6 +20,7 @@
 #include "kernels/attention_rows.h"
 #include "kernels/dot.h"
 #include "kernels/exp_poly.h"
+#include "kernels/hsum_avx2.h"
 #include "kernels/kv_tiles.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
@@ -211,7 +212,7 @@ inline __m512i pair16(const uint8_t* a, const uint8_t* b) {
 
 // The largest of 16 floats.
 inline float max16(__m512 x) {
-  __m256 m = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, x, 0), _mm512_maskz_extractf32x8_ps(0xff, x, 1));
+  __m256 m = _mm256_max_ps(low_half(x), high_half(x));
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
@@ -291,11 +292,8 @@ void accumulate_q8_0(const float* p, size_t ld, int group, const uint8_t* v, siz
 // of a decode step's attention over a q8_0 cache in the L2 (perf record -e
 // cpu-clock on attend_batch). The same e^x (kernels/exp_poly.h) and the sums
 // in the AVX2 set's 8-lane order, so both give the same bits
-// (tests/unit/attention_test.cpp). The 8-lane sum is written out again
-// rather than taken from hsum_avx2.h: an inline function from it built here
-// with AVX-512 enabled could be the copy the linker keeps for the AVX2 files.
-// The zero-masked forms with every lane on are the plain operations (see
-// above).
+// (tests/unit/attention_test.cpp). The zero-masked forms with every lane on
+// are the plain operations (see above).
 struct Avx512Lanes {
   using F = __m512;
   static F set1(float v) { return _mm512_set1_ps(v); }
@@ -310,13 +308,6 @@ struct Avx512Lanes {
         _mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(0xffff, n), _mm512_set1_epi32(127)), 23));
   }
 };
-
-inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 float max(const float* x, size_t n) {
   if (n < 16) return max16(_mm512_mask_loadu_ps(_mm512_set1_ps(x[0]), __mmask16((1u << n) - 1), x));
@@ -338,19 +329,19 @@ float exp_sum(float* x, size_t n, float m) {
   for (; i + 16 <= n; i += 16) {
     const __m512 e = exp_poly<Avx512Lanes>(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
     _mm512_storeu_ps(x + i, e);
-    acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xff, e, 0));
-    acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xff, e, 1));
+    acc = _mm256_add_ps(acc, low_half(e));
+    acc = _mm256_add_ps(acc, high_half(e));
   }
-  if (i == n) return hsum8(acc);
+  if (i == n) return hsum(acc);
   const __mmask16 live = __mmask16((1u << (n - i)) - 1);
   const __m512 e = exp_poly<Avx512Lanes>(_mm512_sub_ps(_mm512_mask_loadu_ps(vm, live, x + i), vm));
   _mm512_mask_storeu_ps(x + i, live, e);
   size_t t = 0;
   if (n - i >= 8) {
-    acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xff, e, 0));
+    acc = _mm256_add_ps(acc, low_half(e));
     t = 8;
   }
-  float sum = hsum8(acc);
+  float sum = hsum(acc);
   for (; i + t < n; ++t) sum += x[i + t];
   return sum;
 }
