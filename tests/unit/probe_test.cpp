@@ -1,6 +1,6 @@
 // `kvlab probe`: machine description from a fake sysfs, the profile file, a
 // quick probe's numbers (present, positive, finite: no timing assertions),
-// and the CLI's errors for bad --out paths.
+// the CLI's errors for bad --out paths, and --if-missing.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -323,23 +323,60 @@ TEST(Probe, EveryAvailableKernelSetRuns) {
   }
 }
 
+struct CliRun {
+  bool built = true;  // false: the kvlab binary is not there (exit status 127)
+  int status = -1;
+  std::string out;    // stdout and stderr together
+};
+CliRun run_probe_cli(const std::string& args) {
+  const std::string cmd = std::string(KVLAB_BINARY) + " probe " + args + " 2>&1";
+  std::FILE* f = ::popen(cmd.c_str(), "r");
+  CliRun r;
+  if (!f) return r;
+  std::array<char, 512> buf{};
+  while (std::fgets(buf.data(), int(buf.size()), f)) r.out += buf.data();
+  const int raw = ::pclose(f);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.built = r.status != 127;
+  return r;
+}
+
 // The CLI rejects a bad --out before measuring, on one line, exit status 1.
 TEST(Probe, CliBadOutPathIsOneLineError) {
   TempDir d;
   write(d.path / "file", "x");
-  const std::string cmd = std::string(KVLAB_BINARY) + " probe --quick --out " + (d.path / "file" / "p.json").string() +
-                          " 2>&1";
-  std::FILE* f = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string out;
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), int(buf.size()), f)) out += buf.data();
-  const int status = ::pclose(f);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) GTEST_SKIP() << "kvlab binary not built";
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
-  EXPECT_EQ(out.find("kvlab: error: cannot write the hardware profile to"), 0u) << out;
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  const CliRun r = run_probe_cli("--quick --out " + (d.path / "file" / "p.json").string());
+  if (!r.built) GTEST_SKIP() << "kvlab binary not built";
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(r.out.find("kvlab: error: cannot write the hardware profile to"), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// --if-missing (scripts/setup.sh, before the demo) measures when there is no
+// profile, then keeps the stored one and says whose it is; a stored file
+// that does not parse is an error, not a reason to skip or to overwrite it.
+TEST(Probe, CliIfMissingMeasuresOnceThenKeepsTheProfile) {
+  TempDir d;
+  const fs::path path = d.path / "hw.json";
+  const CliRun first = run_probe_cli("--quick --if-missing -o json --out " + path.string());
+  if (!first.built) GTEST_SKIP() << "kvlab binary not built";
+  ASSERT_EQ(first.status, 0) << first.out;
+  const HwProfile measured = load_hw_profile(path.string());
+  const CliRun again = run_probe_cli("--quick --if-missing --out " + path.string());
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(again.out, "probe: using the profile of " + measured.date + " in " + path.string() +
+                           " (`kvlab probe` measures again)\n");
+  EXPECT_EQ(hw_profile_to_json(load_hw_profile(path.string())), hw_profile_to_json(measured));
+
+  write(path, "{ not json");
+  const CliRun bad = run_probe_cli("--quick --if-missing --out " + path.string());
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_EQ(bad.out.find("kvlab: error: "), 0u) << bad.out;
+  EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+  std::ifstream in(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{ not json\n");  // left as it was
+
+  EXPECT_NE(run_probe_cli("--show --if-missing --out " + path.string()).status, 0);  // one or the other
 }
 
 }  // namespace
