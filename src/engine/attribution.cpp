@@ -63,8 +63,19 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
   pk.sustained_bytes_per_s = bw.sustained_bytes_per_s;
   pk.source = "kvlab probe, " + profile->date;
   pk.l3_bytes = double(profile->l3_bytes);
-  if (!profile->read_bw_by_size.empty() && a.decode.passes > 0)
-    pk.working_set_bytes_per_s = pk.bytes_per_s * perf::cache_speedup(profile->read_bw_by_size, a.decode_bytes_per_token());
+  if (!profile->read_bw_by_size.empty() && a.decode.passes > 0) {
+    // The curve is what all the probe's threads read at each working set:
+    // its own figure at this one, times this run's share of the all-thread
+    // DRAM rate (1 with every thread). Not the DRAM window times the curve's
+    // ratio: the window and the curve's last point are separate runs of the
+    // probe, and on a busy minute that product read 68 GB/s where no point
+    // of the curve was above 61 (2026-12-05).
+    const auto& curve = profile->read_bw_by_size;
+    const double all = bandwidth_at(*profile, profile->threads).bytes_per_s;
+    const double share = all > 0 ? std::min(1.0, pk.bytes_per_s / all) : 1.0;
+    pk.working_set_bytes_per_s =
+        curve.back().bytes_per_s * perf::cache_speedup(curve, a.decode_bytes_per_token()) * share;
+  }
   a.peaks = pk;
   if (pk.flops <= 0 || pk.bytes_per_s <= 0) return a;
   if (a.prefill.seconds > 0)

@@ -41,7 +41,8 @@ struct Peaks {
   double bytes_per_s = 0;      // read bandwidth at this thread count (the probe's best window)
   double sustained_bytes_per_s = 0;  // its best whole pass; 0 in a profile without it
   // The probe's read rate for a working set of the decode steps' bytes
-  // (weights + KV, read once per token), scaled to this thread count:
+  // (weights + KV, read once per token), scaled to this thread count's
+  // share of the all-thread rate:
   // above bytes_per_s when they fit in the caches (perf::cache_speedup);
   // 0 without decode steps or without that curve in the profile.
   double working_set_bytes_per_s = 0;
