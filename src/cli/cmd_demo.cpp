@@ -3,6 +3,7 @@
 // the tokens are identical, and puts the two timings side by side.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -38,18 +39,20 @@ engine::GenerateOptions greedy(int n) {
   return g;
 }
 
+// `profile`: the hardware profile the run is put against (none: the
+// roofline's work without its peaks, as for the untimed warm-up).
 Pass generate_once(const Loaded& l, const ModelOptions& mo, bool kv_cache, const std::vector<int32_t>& prompt, int n,
-                   const char* label = nullptr) {
+                   const char* label, const std::optional<perf::HwProfile>& profile) {
   ModelOptions o = mo;
   o.no_kv_cache = !kv_cache;
   engine::Session session(*l.model, session_options(o, l.model->config()));
   const engine::GenerateOptions g = greedy(n);
-  std::fprintf(stderr, "  %s ...", label ? label : kv_cache ? "with KV cache" : "without KV cache (recompute)");
+  std::fprintf(stderr, "  %s ...", label);
   Pass p;
   p.r = engine::generate(session, prompt, g, [](int32_t) { return false; });
   p.roofline = engine::attribute(session.trace(), *l.model,
                                  session.cache().elem_bytes(),
-                                 session.options().n_threads, engine::try_load_profile());
+                                 session.options().n_threads, profile);
   std::fprintf(stderr, " %.1f s\n", p.r.prefill_seconds + p.r.decode_seconds + (p.r.ttft_seconds - p.r.prefill_seconds));
   return p;
 }
@@ -227,9 +230,10 @@ void demo(const DemoOptions& o) {
   // puts that on the KV cache (cached TTFT 1.16x and 1.23x the no-cache one
   // in two demos without this, 0.99-1.11x in three with it, 2026-12-05; one
   // 22 ms prefill stays at the mercy of this VM's noise either way).
-  generate_once(l, o.m, true, prompt, 8, "warm-up (untimed)");
-  const Pass cached = generate_once(l, o.m, true, prompt, o.n_predict);
-  const Pass naive = generate_once(l, o.m, false, prompt, o.n_predict);
+  generate_once(l, o.m, true, prompt, 8, "warm-up (untimed)", std::nullopt);
+  const auto profile = engine::try_load_profile();
+  const Pass cached = generate_once(l, o.m, true, prompt, o.n_predict, "with KV cache", profile);
+  const Pass naive = generate_once(l, o.m, false, prompt, o.n_predict, "without KV cache (recompute)", profile);
 
   const std::string first_eos = [&] {
     std::vector<int32_t> upto;

@@ -324,9 +324,9 @@ TEST(Probe, EveryAvailableKernelSetRuns) {
 }
 
 struct CliRun {
-  bool built = true;  // false: the kvlab binary is not there (exit status 127)
   int status = -1;
-  std::string out;    // stdout and stderr together
+  std::string out;  // stdout and stderr together
+  bool built() const { return status != 127; }  // 127: the kvlab binary is not there
 };
 CliRun run_probe_cli(const std::string& args) {
   const std::string cmd = std::string(KVLAB_BINARY) + " probe " + args + " 2>&1";
@@ -337,7 +337,6 @@ CliRun run_probe_cli(const std::string& args) {
   while (std::fgets(buf.data(), int(buf.size()), f)) r.out += buf.data();
   const int raw = ::pclose(f);
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  r.built = r.status != 127;
   return r;
 }
 
@@ -346,7 +345,7 @@ TEST(Probe, CliBadOutPathIsOneLineError) {
   TempDir d;
   write(d.path / "file", "x");
   const CliRun r = run_probe_cli("--quick --out " + (d.path / "file" / "p.json").string());
-  if (!r.built) GTEST_SKIP() << "kvlab binary not built";
+  if (!r.built()) GTEST_SKIP() << "kvlab binary not built";
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_EQ(r.out.find("kvlab: error: cannot write the hardware profile to"), 0u) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
@@ -359,7 +358,7 @@ TEST(Probe, CliIfMissingMeasuresOnceThenKeepsTheProfile) {
   TempDir d;
   const fs::path path = d.path / "hw.json";
   const CliRun first = run_probe_cli("--quick --if-missing -o json --out " + path.string());
-  if (!first.built) GTEST_SKIP() << "kvlab binary not built";
+  if (!first.built()) GTEST_SKIP() << "kvlab binary not built";
   ASSERT_EQ(first.status, 0) << first.out;
   const HwProfile measured = load_hw_profile(path.string());
   const CliRun again = run_probe_cli("--quick --if-missing --out " + path.string());
