@@ -17,7 +17,9 @@
 // token's attention does not depend on the batch or the thread count.
 #pragma once
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -99,9 +101,10 @@ struct AttnScratch {
   // Batches with fewer items than this spread each item's chunks over the
   // threads (a decode step of one or two streams), then merge them in order.
   size_t split_below;
-  // The first partial slot of each item of a split batch, kept here so a
-  // decode step allocates nothing.
+  // The first partial slot of each item of a split batch, and how many of
+  // its chunks are done, kept here so a decode step allocates nothing.
   std::vector<size_t> first_partial;
+  std::unique_ptr<std::atomic<uint32_t>[]> chunks_done;
   RangeSplit split;  // a split batch's chunks still to do, per thread
 };
 // All items on the pool, with the same arithmetic whether an item's chunks
@@ -140,7 +143,13 @@ const AttnKernel& attn_kernel(tensor::DType kv_type, size_t head_dim);
 // K type's activation format and the active ISA's dot product for scores,
 // scalar code for the rest. With the scalar ISA active, the generic kernel is
 // the reference the SIMD ones are tested against.
-namespace avx2 { AttnKernel find_attn(tensor::DType t); }
+namespace avx2 {
+AttnKernel find_attn(tensor::DType t);
+// o_d = o_d * a + po_d * b for d < n, as separate multiplies and an add (no
+// fused multiply-add), so the bits are the scalar merge's
+// (attn_partial_merge); 8 at a time, the rest one by one.
+void rescale_add(float* o, const float* po, float a, float b, size_t n);
+}  // namespace avx2
 namespace avx512 { AttnKernel find_attn(tensor::DType t); }
 
 }  // namespace kvlab::kernels

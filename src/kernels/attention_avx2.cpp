@@ -370,4 +370,13 @@ AttnKernel find_attn(DType t) {
   return k;
 }
 
+void rescale_add(float* o, const float* po, float a, float b, size_t n) {
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  size_t d = 0;
+  for (; d + 8 <= n; d += 8)
+    _mm256_storeu_ps(o + d, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(o + d), va),
+                                          _mm256_mul_ps(_mm256_loadu_ps(po + d), vb)));
+  for (; d < n; ++d) o[d] = o[d] * a + po[d] * b;
+}
+
 }  // namespace kvlab::kernels::avx2

@@ -344,6 +344,37 @@ TEST(Attention, F16ValueSumsAreTheSameBitsOnAvx2AndAvx512) {
     }
 }
 
+// Merging chunk partials: every ISA gives the scalar merge's bits (the AVX2
+// rescale is the same multiplies and add, 8 at a time), from an empty acc
+// and for partials whose max is above, below and equal to the acc's, on
+// head sizes with and without a remainder after the 8-wide steps.
+TEST(Attention, PartialMergeIsTheSameBitsOnEveryIsa) {
+  const int group = 3;
+  for (size_t hd : {size_t(64), size_t(68)}) {
+    const size_t part = attn_partial_floats(group, hd);
+    std::vector<std::vector<float>> partials;
+    for (uint32_t seed = 0; seed < 4; ++seed) {
+      auto p = randn(part, 20 + seed, 1.f);
+      for (int g = 0; g < group; ++g) {
+        p[size_t(g)] = 3.f * float(seed % 3) - float(g);  // the maxes: rising, falling, tied across partials
+        p[size_t(group + g)] = std::abs(p[size_t(group + g)]) + 1.f;
+      }
+      partials.push_back(p);
+    }
+    std::vector<std::vector<float>> outs;
+    for (Isa isa : available_isas()) {
+      IsaGuard guard(isa);
+      std::vector<float> acc(part), out(size_t(group) * hd);
+      attn_partial_reset(acc.data(), group, hd);
+      for (const auto& p : partials) attn_partial_merge(acc.data(), p.data(), group, hd);
+      attn_partial_finish(acc.data(), group, hd, out.data());
+      for (float x : out) ASSERT_TRUE(std::isfinite(x)) << isa_name(isa);
+      outs.push_back(out);
+    }
+    for (size_t i = 1; i < outs.size(); ++i) EXPECT_EQ(outs[i], outs[0]) << "hd " << hd << " ISA " << i;
+  }
+}
+
 // The softmax exponentials of every ISA against std::exp, on every tail length.
 TEST(Attention, ExpSumMatchesStdExp) {
   for (Isa isa : available_isas()) {
