@@ -126,9 +126,9 @@ void scores_tile_f16(const uint8_t* q, size_t q_stride, const uint8_t* tile, siz
   __m512 acc[NG][2];
   for (int g = 0; g < NG; ++g) acc[g][0] = acc[g][1] = _mm512_setzero_ps();
   // Unrolled: the loop's counter and branch run on ports 0 and 5 as well,
-  // which the widening and the multiply-adds fill (attend/f16/pos:1024, 6
-  // alternating rounds on Emerald Rapids: medians 10.4 -> 10.1 us; P·V's row
-  // loop unrolled as well gained nothing more).
+  // which the widening and the multiply-adds fill (attend/f16/pos:1024, two
+  // sets of 6 alternating rounds on Emerald Rapids, medians: 10.5 and 10.4 us
+  // -> 10.1 and 10.2; P·V's row loop unrolled as well gained nothing more).
 #pragma GCC unroll 4
   for (size_t d = 0; d < head_dim; d += 2) {
     prefetch_stream(tile + k_tile_f16_at(d, 0));
