@@ -242,11 +242,20 @@ void attn_partial_finish(const float* acc, int group, size_t head_dim, float* ou
   }
 }
 
+// The two partials' room in a thread's scratch (attn_scratch_floats), past
+// the prepared q and a chunk's scores: a chunk's partial, then the
+// running merge of the chunks before it.
+static float* scratch_partial(float* scratch, int group, size_t head_dim) {
+  return scratch + size_t(group) * (head_dim + size_t(kAttnChunk));
+}
+static float* scratch_acc(float* scratch, int group, size_t head_dim) {
+  return scratch_partial(scratch, group, head_dim) + attn_partial_floats(group, head_dim);
+}
+
 void attend(const float* q, int group, const KvView& kv, int first, int n_pos, size_t head_dim, float scale,
             float* scratch, float* out) {
-  const size_t part = attn_partial_floats(group, head_dim);
-  float* partial = scratch + size_t(group) * (head_dim + size_t(kAttnChunk));
-  float* acc = partial + part;
+  float* partial = scratch_partial(scratch, group, head_dim);
+  float* acc = scratch_acc(scratch, group, head_dim);
   attn_partial_reset(acc, group, head_dim);
   attend_prepare_q(q, group, kv, head_dim, scratch);
   for (int c = attn_first_chunk(first); c < attn_chunks(n_pos); ++c) {
@@ -304,7 +313,7 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   // which waits for the chunk's stores to drain (a report per chunk took 4%
   // of attend_batch f16 pos:2048 threads:2 in perf).
   auto merge = [&](size_t i, int thread) {
-    float* acc = thread_scratch(thread) + size_t(group) * (head_dim + size_t(kAttnChunk)) + part;  // past q and scores
+    float* acc = scratch_acc(thread_scratch(thread), group, head_dim);  // the chunks' q and scores stay
     attn_partial_reset(acc, group, head_dim);
     for (size_t task = first[i]; task < first[i + 1]; ++task)
       attn_partial_merge(acc, &scratch.partials[task * part], group, head_dim);
