@@ -15,6 +15,7 @@
 #include "kernels/dot_shapes.h"
 #include "kernels/float_tiles.h"
 #include "kernels/hsum_avx2.h"
+#include "kernels/row_prefetch.h"
 #include "kernels/rows8_avx2.h"
 #include "kernels/tile_count.h"
 #include "tensor/blocks.h"
@@ -65,6 +66,7 @@ void dots_f32(const float* const* x, const float* const* y, size_t n, float* out
     for (int p = 0; p < NP; ++p) acc0[r][p] = acc1[r][p] = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
+    if constexpr (NR == 1) prefetch_row_ahead(x[0] + i);  // one row streamed from DRAM: dot, dot4
     __m256 x0[NR], x1[NR];
     for (int r = 0; r < NR; ++r) x0[r] = _mm256_loadu_ps(x[r] + i), x1[r] = _mm256_loadu_ps(x[r] + i + 8);
     for (int p = 0; p < NP; ++p) {
@@ -148,6 +150,7 @@ void dots_16bit(const uint16_t* const* x, const typename A::T* const* y, size_t 
     for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
+    if constexpr (NR == 1) prefetch_row_ahead(x[0] + i);  // one row streamed from DRAM: dot, dot4
     __m256 vx[NR];
     for (int r = 0; r < NR; ++r) vx[r] = W::load(x[r] + i);
     for (int p = 0; p < NP; ++p) {

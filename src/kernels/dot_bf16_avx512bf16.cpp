@@ -22,6 +22,7 @@
 #include "kernels/dot.h"
 #include "kernels/float_tiles.h"
 #include "kernels/hsum_avx2.h"
+#include "kernels/row_prefetch.h"
 
 namespace kvlab::kernels::avx512bf16 {
 namespace {
@@ -41,6 +42,7 @@ void chains(const uint16_t* const* w, const uint16_t* const* a, size_t n, size_t
   for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   auto step = [&](size_t i, auto load) {
+    if constexpr (NR == 1) prefetch_row_ahead(w[0] + i);  // one row streamed from DRAM: dot, dot4
     __m512bh wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = load(w[r] + i);
     for (int t = 0; t < NT; ++t) {

@@ -35,6 +35,7 @@
 #include "kernels/dot.h"
 #include "kernels/float_tiles.h"
 #include "kernels/hsum_avx2.h"
+#include "kernels/row_prefetch.h"
 
 namespace kvlab::kernels::avx512 {
 namespace {
@@ -115,6 +116,7 @@ void chains(const uint16_t* const* w, const typename A::T* const* a, size_t n, s
   for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   auto step = [&](size_t i, auto&&... mask) {
+    if constexpr (NR == 1) prefetch_row_ahead(w[0] + i);  // one row streamed from DRAM: dot, dot4
     __m512 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = W::load(w[r] + i, mask...);
     for (int t = 0; t < NT; ++t) {
