@@ -32,7 +32,9 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstring>
 
+#include "common/huge_buffer.h"
 #include "kernels/attention.h"
 #include "kernels/kv_tiles.h"
 #include "micro_common.h"
@@ -48,12 +50,12 @@ constexpr int kGroup = 3;
 // K and V of kKvHeads KV heads over n_pos positions, each head's rows
 // contiguous as in the cache (kv/cache.h; an f16 or q8_0 K in tiles,
 // kernels/kv_tiles.h), every position holding the same values: the values do
-// not change the work.
+// not change the work. On huge pages, as the cache's.
 struct HeadRows {
   DType type;
   int n_pos;
   size_t head_bytes, region;  // region: one head's rows, whole tiles
-  std::vector<uint8_t> k, v;
+  HugeBuffer k, v;
   HeadRows(DType t, int n)
       : type(t),
         n_pos(n),
@@ -61,6 +63,8 @@ struct HeadRows {
         region(head_bytes * size_t((n + kernels::kKvTileRows - 1) / kernels::kKvTileRows * kernels::kKvTileRows)),
         k(kKvHeads * region),
         v(k.size()) {
+    std::memset(k.data(), 0, k.size());
+    std::memset(v.data(), 0, v.size());
     const auto src = random_floats(kHeadDim, 3);
     for (size_t h = 0; h < kKvHeads; ++h)
       for (int j = 0; j < n_pos; ++j) {

@@ -26,7 +26,10 @@ HugeBuffer::HugeBuffer(size_t bytes) : size_(bytes) {
   }
   const uintptr_t start = reinterpret_cast<uintptr_t>(map_);
   data_ = reinterpret_cast<uint8_t*>((start + kHugePage - 1) / kHugePage * kHugePage);
-  ::madvise(data_, size_, MADV_HUGEPAGE);  // failing (THP off) is fine
+  // The whole huge pages the data spans (the mapping holds them): advising
+  // only `bytes` would leave a last partial 2 MiB, or a buffer smaller than
+  // that, on small pages. Failing (THP off) is fine.
+  ::madvise(data_, (bytes + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
 }
 
 HugeBuffer::~HugeBuffer() {

@@ -1,6 +1,7 @@
 #include "kv/cache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "common/error.h"
@@ -70,8 +71,12 @@ Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type,
     swa_[size_t(l)] = cfg.is_swa(l);
     layer_offset_[size_t(l) + 1] = layer_offset_[size_t(l)] + size_t(n_head_kv_) * layer_blocks(l) * head_block_bytes();
   }
-  k_.resize(layer_offset_.back());
-  v_.resize(layer_offset_.back());
+  k_ = HugeBuffer(layer_offset_.back());
+  v_ = HugeBuffer(layer_offset_.back());
+  // The mapping reads as zeros already; writing them faults every page in
+  // now (as a zero-filled vector did) rather than in the first decode steps.
+  std::memset(k_.data(), 0, k_.size());
+  std::memset(v_.data(), 0, v_.size());
   table_.assign(size_t(n_seq) * size_t(blocks_per_seq_), -1);
   used_.assign(size_t(n_seq), 0);
 }
