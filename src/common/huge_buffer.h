@@ -1,6 +1,6 @@
 // Anonymous memory aligned to 2 MiB and advised for transparent huge pages.
-// Streaming reads of large read-mostly data (model weights every decode
-// step) take a TLB miss every 4 KiB with small pages, and under
+// Streaming reads of large data (the model weights and the KV cache, every
+// decode step) take a TLB miss every 4 KiB with small pages, and under
 // virtualisation each miss walks two page tables; huge pages cut the misses
 // 512-fold. Where THP is off the advice is ignored and this is plain memory.
 #pragma once
