@@ -29,7 +29,15 @@
 
 namespace kvlab::kernels {
 
-constexpr int kAttnChunk = 128;  // positions per partial result
+// Positions per partial result. 256 rather than 128: half the partials to
+// merge, and one chunk (no split, no merge) up to position 256. With K/V
+// on huge pages (kv/cache.h), default model, 2 threads, Emerald Rapids VM,
+// 2026-12-06: attend_batch/f16/pos:2048/layers:30/threads:2 1216-1251 ->
+// 1159-1213 us in 5 alternating rounds; the engine's step over positions
+// 1800-2059 paired 0.93 in 8 alternating rounds of one continuous
+// generation (a loud hour: 0.75-1.09). On small pages (2026-12-05) 256 had
+// measured slower in the engine, 4.32 against 4.01 ms.
+constexpr int kAttnChunk = 256;
 // The SIMD kernels hold up to this many query heads of a group in registers
 // and take a larger group in passes of this many (the last pass narrower).
 constexpr int kAttnHeadsPerPass = 4;

@@ -15,6 +15,8 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/models.h"
 #include "common/arch_graft.h"
@@ -22,6 +24,7 @@
 #include "common/tiny_model.h"
 #include "tensor/blocks.h"
 #include "engine/session.h"
+#include "kernels/attention.h"
 #include "common/error.h"
 #include "sample/sampler.h"
 
@@ -86,6 +89,17 @@ TEST(KvCacheEquivalence, StoriesModel128Tokens) {
     // stories260K's heads are 8 wide: q8_0 (32-blocks) cannot store them.
     EXPECT_THROW(lockstep(*lm.model, ids, 4, tensor::DType::Q8_0, 2), Error);
   }
+  // A prompt past one attention chunk, so the cached steps split each KV
+  // head's chunks over the threads and merge them (kernels/attention.h: with
+  // 3 threads, this model's 4 KV heads are under the split's threshold of
+  // 2 per thread), and still match.
+  std::string text;
+  std::vector<int32_t> ids;
+  while (ids.size() <= size_t(kernels::kAttnChunk) + 8) {
+    text += "Once upon a time, a little dog ran to the park with Tom. ";
+    ids = lm.tok->encode(text, true, true);
+  }
+  EXPECT_EQ(lockstep(*lm.model, ids, 24, tensor::DType::F16, 3).tokens.size(), 24u);
 }
 
 // A real gemma3 model (head_dim 256, one KV head for 4 query heads, five

@@ -106,12 +106,12 @@ TEST(Attention, MatchesDoublePrecisionReference) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0})
     for (size_t hd : t == DType::Q8_0 ? std::vector<size_t>{64, 96} : std::vector<size_t>{64, 40, 80})
       for (float q_scale : {0.5f, 3.f}) {  // soft and peaked distributions
-        const int max_pos = 300;
+        const int max_pos = 2 * kAttnChunk + 44;  // three chunks, the last one short
         const KvRows kv(t, hd, max_pos, n_kv, uint32_t(hd));
         for (int group : {1, 3, 4, 5}) {
           const auto q = randn(size_t(group) * hd, 11, q_scale);
           std::vector<float> scratch(attn_scratch_floats(group, hd)), out(size_t(group) * hd);
-          for (int n_pos : {1, 2, 17, 128, 129, max_pos}) {
+          for (int n_pos : {1, 2, 17, kAttnChunk, kAttnChunk + 1, max_pos}) {
             const float scale = 1.0f / std::sqrt(float(hd));
             const auto want = reference(q, group, kv, head, n_kv, n_pos, scale);
             for (Isa isa : available_isas()) {
@@ -166,7 +166,7 @@ TEST(Attention, PagedBlocksEqualContiguousRowsBitwise) {
 // step of windowed items gives the same bits as one thread.
 TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
   const size_t hd = 64;
-  const int n_kv = 2, group = 3, n_ctx = 400;
+  const int n_kv = 2, group = 3, C = kAttnChunk, n_ctx = 2 * C + 144;
   ThreadPool pool(2);
   AttnScratch as(group, hd, pool.size(), n_ctx);
   for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
@@ -176,7 +176,8 @@ TEST(Attention, SlidingWindowIsAttentionOverTheLastPositions) {
     for (Isa isa : available_isas()) {
       IsaGuard guard(isa);
       for (auto [first, n_pos] :
-           {std::pair{1, 2}, {5, 100}, {127, 300}, {128, 300}, {129, n_ctx}, {250, 260}, {16, 100}, {240, 399}}) {
+           {std::pair{1, 2}, {5, 100}, {C - 1, C + 172}, {C, C + 172}, {C + 1, n_ctx}, {2 * C - 6, 2 * C + 4}, {16, 100},
+            {2 * C - 16, n_ctx - 1}}) {
         attend(q.data(), group, kv.view(1), first, n_pos, hd, 0.125f, scratch.data(), win.data());
         if (!k_tiled(t) || first % kKvTileRows == 0) {
           KvView shifted = kv.view(1);

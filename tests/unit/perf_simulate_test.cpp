@@ -8,6 +8,7 @@
 #include "common/error_text.h"
 #include "common/hand_config.h"
 #include "common/probed_machine.h"
+#include "kernels/attention.h"
 #include "perf/model_catalog.h"
 #include "perf/simulate.h"
 #include "perf/validate.h"
@@ -312,8 +313,9 @@ TEST(PerfSimulate, AProbedMachinePricesEachGroupAtItsOwnRate) {
   EXPECT_DOUBLE_EQ(s.machine.bytes_per_s, 5e9);
   // Cached decode at position 1024: the weights stream (bytes and rows);
   // attention over 1025 positions at the decode rate: 3 KV heads, fewer
-  // than 2 per thread, so each splits into ceil(1025 / 128) = 9 chunks, 27
-  // tasks on 2 threads (the slowest runs 14: x 28/27).
+  // than 2 per thread, so each splits into ceil(1025 / kAttnChunk) chunks
+  // (5 for 256), 3 times that many tasks on 2 threads, the slowest running
+  // the larger half (8 of 15: x 16/15).
   Pass p;
   p.past = 1024;
   p.weight_bytes = s.weight_bits / 8;
@@ -329,8 +331,9 @@ TEST(PerfSimulate, AProbedMachinePricesEachGroupAtItsOwnRate) {
   ASSERT_GT(ew_flops / 3e9, (cost.total().weight_bytes - matmul_bytes) / 5e9);
   EXPECT_DOUBLE_EQ(d.dense_s,
                    matmul_bytes / 5e9 + matmul_rows(c) * 2e-8 + matmul_calls(c) * 3e-6 + ew_flops / 3e9);
+  const double tasks = 3 * std::ceil(1025.0 / kernels::kAttnChunk), slowest = std::ceil(tasks / 2);
   EXPECT_DOUBLE_EQ(d.attention_s,
-                   (cost[Op::Scores].flops + cost[Op::Softmax].flops + cost[Op::AttnV].flops) / 1e10 * 28 / 27);
+                   (cost[Op::Scores].flops + cost[Op::Softmax].flops + cost[Op::AttnV].flops) / 1e10 * (2 * slowest / tasks));
   EXPECT_EQ(d.bound, Bound::Memory);
   EXPECT_EQ(s.prefill.bound, Bound::Compute);
   EXPECT_EQ(s.steps[0].naive.bound, Bound::Compute);
