@@ -128,7 +128,7 @@ TEST(PerfSimulate, DenseAndAttentionAreTwoRooflinesInSequence) {
   EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792);
   // The engine's tasks: one per token and KV head, 2 here. On 1 thread no
   // tail; on 3 threads the slowest runs 1, not 2/3: x 1.5; on 4 threads, x 2
-  // (2 tasks < 2 per thread: each is split into 128-position chunks, but 5
+  // (2 tasks < 2 per thread: each is split into kAttnChunk-position chunks, but 5
   // positions make one chunk).
   m.threads = 1;
   EXPECT_DOUBLE_EQ(time_pass(hand_config(), p, m).attention_s, 0.792);
