@@ -32,7 +32,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "common/huge_buffer.h"
 #include "kernels/attention.h"
@@ -63,8 +62,6 @@ struct HeadRows {
         region(head_bytes * size_t((n + kernels::kKvTileRows - 1) / kernels::kKvTileRows * kernels::kKvTileRows)),
         k(kKvHeads * region),
         v(k.size()) {
-    std::memset(k.data(), 0, k.size());
-    std::memset(v.data(), 0, v.size());
     const auto src = random_floats(kHeadDim, 3);
     for (size_t h = 0; h < kKvHeads; ++h)
       for (int j = 0; j < n_pos; ++j) {

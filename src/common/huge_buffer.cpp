@@ -16,8 +16,9 @@ constexpr size_t kHugePage = size_t(2) << 20;
 }
 
 HugeBuffer::HugeBuffer(size_t bytes) : size_(bytes) {
+  const size_t whole_pages = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   // One extra huge page leaves room to align the start.
-  map_len_ = (bytes + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
+  map_len_ = whole_pages + kHugePage;
   map_ = ::mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map_ == MAP_FAILED) {
     const int err = errno;
@@ -29,7 +30,7 @@ HugeBuffer::HugeBuffer(size_t bytes) : size_(bytes) {
   // The whole huge pages the data spans (the mapping holds them): advising
   // only `bytes` would leave a last partial 2 MiB, or a buffer smaller than
   // that, on small pages. Failing (THP off) is fine.
-  ::madvise(data_, (bytes + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
+  ::madvise(data_, whole_pages, MADV_HUGEPAGE);
 }
 
 HugeBuffer::~HugeBuffer() {
