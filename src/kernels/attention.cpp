@@ -266,16 +266,16 @@ void attend(const float* q, int group, const KvView& kv, int first, int n_pos, s
 }
 
 AttnScratch::AttnScratch(int group, size_t head_dim, int n_threads, int n_ctx)
-    : per_thread(size_t(n_threads) * attn_scratch_floats(group, head_dim)), split_below(2 * size_t(n_threads)) {
+    : per_thread(size_t(n_threads) * attn_thread_floats(group, head_dim)), split_below(2 * size_t(n_threads)) {
   // A split batch has fewer than split_below items, each with up to
   // attn_chunks(n_ctx) partials.
-  partials.resize((split_below - 1) * size_t(attn_chunks(n_ctx)) * attn_partial_floats(group, head_dim));
-  chunks_done = std::make_unique<std::atomic<uint32_t>[]>(split_below - 1);
+  partials.resize((split_below - 1) * size_t(attn_chunks(n_ctx)) * attn_slot_floats(group, head_dim));
+  chunks_done = std::make_unique<ChunksDone[]>(split_below - 1);
 }
 
 void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, float scale, ThreadPool& pool,
                   AttnScratch& scratch) {
-  const size_t per_thread = attn_scratch_floats(group, head_dim), part = attn_partial_floats(group, head_dim);
+  const size_t per_thread = attn_thread_floats(group, head_dim), part = attn_slot_floats(group, head_dim);
   if (size_t(pool.size()) * per_thread > scratch.per_thread.size())
     throw Error("attention: the scratch was sized for fewer threads");
   auto thread_scratch = [&](int thread) { return &scratch.per_thread[size_t(thread) * per_thread]; };
@@ -303,7 +303,7 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   // which lie one after another in memory (kv/cache.h).
   const size_t n_chunks = first.back();
   scratch.split.reset(n_chunks, size_t(pool.size()), 1);
-  for (size_t i = 0; i < items.size(); ++i) scratch.chunks_done[i].store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < items.size(); ++i) scratch.chunks_done[i].n.store(0, std::memory_order_relaxed);
   // The thread that finishes an item's last chunk, whichever it is, merges
   // the item's partials in chunk order, within the same job: a second job
   // for the merges cost every layer of a long decode step a wake-up and a
@@ -321,7 +321,7 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   };
   auto report = [&](size_t i, uint32_t done, int thread) {
     // acq_rel: the report that completes item i sees every other thread's partials of it.
-    if (scratch.chunks_done[i].fetch_add(done, std::memory_order_acq_rel) + done == first[i + 1] - first[i])
+    if (scratch.chunks_done[i].n.fetch_add(done, std::memory_order_acq_rel) + done == first[i + 1] - first[i])
       merge(i, thread);
   };
   pool.run(size_t(pool.size()), [&](size_t own, int thread) {
