@@ -308,10 +308,13 @@ struct Avx512Lanes {
   static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
   static F round(F x) { return _mm512_maskz_roundscale_ps(0xffff, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static F exponent_field(F n) {
-    return _mm512_castsi512_ps(
-        _mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(0xffff, n), _mm512_set1_epi32(127)), 23));
-  }
+  // One instruction where the exponent field by hand takes four (a
+  // conversion, an add, a shift and a multiply), on the ports the
+  // exponentials share with the rest of attention; the same bits. Emerald
+  // Rapids VM, 4 alternating rounds (medians of 3): attend/f16/pos:1024
+  // 9517-9653 -> 9359-9564 ns, attend_batch/f16/pos:2048/layers:30/
+  // threads:2 1127-1176 -> 1114-1134 us (faster in each round).
+  static F times_pow2(F e, F n) { return _mm512_maskz_scalef_ps(0xffff, e, n); }
 };
 
 float max(const float* x, size_t n) {

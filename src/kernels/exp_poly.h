@@ -8,8 +8,9 @@
 // x is clamped to [-87, 88], so the result is a normal float (e^-87 to
 // e^88, below FLT_MAX). x = n·ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 in
 // a short high part and a correction), e^r by its Taylor series to r^6
-// (relative error < 2e-7 on that range), times 2^n built in the exponent
-// field.
+// (relative error < 2e-7 on that range), times 2^n (S::times_pow2). The
+// product is a normal float on the clamped range, so it is exact however
+// S builds it: the exponent field by hand, or one vscalefps.
 #pragma once
 
 #include <initializer_list>
@@ -24,7 +25,7 @@ template <class S>
   r = S::fnmadd(n, S::set1(-2.12194440e-4f), r);
   typename S::F e = S::set1(1.0f / 720);
   for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) e = S::fmadd(e, r, S::set1(c));
-  return S::mul(e, S::exponent_field(n));
+  return S::times_pow2(e, n);
 }
 
 }  // namespace kvlab::kernels
