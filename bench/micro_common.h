@@ -64,6 +64,11 @@ inline QuantizedMatrix random_matrix(tensor::DType dtype, size_t rows, size_t co
   return m;
 }
 
+// The default model, where scripts/setup.sh puts it (KVLAB_SOURCE_DIR: bench/CMakeLists.txt).
+inline std::string default_model_path() {
+  return std::string(KVLAB_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
 inline std::string dtype_name(tensor::DType t) { return std::string(tensor::dtype_info(t).name); }
 
 inline benchmark::Counter rate(double per_iteration) {

@@ -30,7 +30,7 @@ constexpr int kPrefix = 16, kSteps = 256;  // positions of the prefill, then roo
 const model::Model* default_model(kernels::Isa isa) {
   static std::unique_ptr<model::Model> loaded[3];
   std::unique_ptr<model::Model>& m = loaded[int(isa)];
-  const std::string path = std::string(KVLAB_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string path = default_model_path();
   if (!m && std::filesystem::exists(path)) m = model::Model::load(path);
   return m.get();
 }

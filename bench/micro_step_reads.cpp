@@ -1,0 +1,121 @@
+// The bytes one cached decode step of the default model reads, and nothing
+// else: a step's memory floor at a given depth, on this machine, now.
+//
+//   step_reads/depth:<16|256|1024|2048>/threads:2
+//
+// Per layer, in the engine's order and as the engine's jobs split them (each
+// thread reads its half of every job, and the threads meet between jobs on
+// the same ThreadPool): q, k and v's matrices; the layer's f16 K and V rows
+// at the depth; o's matrix; gate's and up's; down's. Then the output matrix.
+// Sizes come from the default model (`kvlab info`: the matrices of
+// Weights::matmul_bytes less the norm vectors, 22.50 KiB of f16 K/V a
+// position). Weights and K/V sit in huge-page memory, as in the engine. Each
+// read is the probe's read loop (perf/probe.h), so the rate is what `kvlab
+// probe` calls read bandwidth. Iterations follow one another like a
+// continuous generation's steps.
+//
+// Why: issue 3 asks for a cached step at position 2048 within 1.5x the step
+// at 16. On bytes alone the default model's ratio is 1.48, but a step at 16
+// reads a working set that a large L3 can hold, and one at 2048 adds 45 MiB
+// of K/V to it. The ratio of this benchmark's times at depth 2048 and 16,
+// from one run, is the ratio a decode step that only read its bytes would
+// show here, to set beside bench/quadratic-trap's.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "common/huge_buffer.h"
+#include "kernels/thread_pool.h"
+#include "micro_common.h"
+#include "model/model.h"
+#include "perf/probe.h"
+
+namespace kvlab::bench {
+namespace {
+
+constexpr int kMaxDepth = 2048;
+// read_sum takes multiples of 512 bytes: each job is padded to 1024, so
+// each thread's half is whole.
+constexpr size_t kPad = 1024;
+
+size_t padded(size_t bytes) { return (bytes + kPad - 1) / kPad * kPad; }
+
+// Bytes of each job of a step, in order; a zero marks the layer's K/V job,
+// whose bytes depend on the depth.
+struct StepJobs {
+  std::vector<size_t> weights;  // per job; 0 for the K/V job
+  size_t kv_per_position = 0;   // f16 K and V, one layer
+  size_t weight_bytes = 0;      // padded sum of the weight jobs
+};
+
+const StepJobs* default_step() {
+  static std::unique_ptr<StepJobs> jobs;
+  if (jobs) return jobs.get();
+  const std::string path = default_model_path();
+  if (!std::filesystem::exists(path)) return nullptr;
+  const std::unique_ptr<model::Model> m = model::Model::load(path);
+  const model::Weights& w = m->weights();
+  jobs = std::make_unique<StepJobs>();
+  for (const model::LayerWeights& l : w.layers) {
+    for (size_t b : {l.wq.bytes() + l.wk.bytes() + l.wv.bytes(), size_t(0), l.wo.bytes(),
+                     l.w_gate.bytes() + l.w_up.bytes(), l.w_down.bytes()})
+      jobs->weights.push_back(b == 0 ? 0 : padded(b));
+  }
+  jobs->weights.push_back(padded(w.output.bytes()));
+  for (size_t b : jobs->weights) jobs->weight_bytes += b;
+  jobs->kv_per_position = 2 * size_t(m->config().kv_dim()) * 2;
+  return jobs.get();
+}
+
+void BM_step_reads(benchmark::State& state, int depth, int threads) {
+  use_best_isa();
+  const StepJobs* jobs = default_step();
+  if (!jobs) {
+    state.SkipWithError("models/SmolLM2-135M-Instruct.Q4_1.gguf not found (scripts/setup.sh fetches it)");
+    return;
+  }
+  const size_t n_layer = (jobs->weights.size() - 1) / 5;
+  const size_t kv_slot = padded(jobs->kv_per_position * kMaxDepth), kv_read = padded(jobs->kv_per_position * size_t(depth));
+  HugeBuffer weights(jobs->weight_bytes), kv(n_layer * kv_slot);
+  std::memset(weights.data(), 1, weights.size());
+  std::memset(kv.data(), 2, kv.size());
+  const auto& read = perf::probe_kernels::for_active_isa().read_sum;
+  kernels::ThreadPool pool(threads);
+  std::vector<uint64_t> sink(size_t(threads) * 8);  // a cache line per thread
+  auto job = [&](const uint8_t* p, size_t bytes) {
+    pool.run(size_t(threads), [&](size_t t, int thread) {
+      const size_t part = bytes / size_t(threads) / 512 * 512;  // whole 512s; the last thread takes the rest
+      const size_t a = t * part, b = t + 1 == size_t(threads) ? bytes : a + part;
+      sink[size_t(thread) * 8] += read(p + a, b - a);
+    });
+  };
+  for (auto _ : state) {
+    const uint8_t* wp = weights.data();
+    size_t layer = 0;
+    for (size_t b : jobs->weights) {
+      if (b == 0) {
+        job(kv.data() + layer++ * kv_slot, kv_read);
+      } else {
+        job(wp, b);
+        wp += b;
+      }
+    }
+  }
+  benchmark::DoNotOptimize(sink.data());
+  state.counters["bytes/s"] = rate(double(jobs->weight_bytes + n_layer * kv_read));
+}
+
+int register_all() {
+  for (int depth : {16, 256, 1024, kMaxDepth}) {
+    const std::string name = "step_reads/depth:" + std::to_string(depth) + "/threads:2";
+    benchmark::RegisterBenchmark(name.c_str(), BM_step_reads, depth, 2)->UseRealTime()->Unit(benchmark::kMillisecond);
+  }
+  return 0;
+}
+const int registered = register_all();
+
+}  // namespace
+}  // namespace kvlab::bench
