@@ -43,43 +43,54 @@ constexpr size_t kPad = 1024;
 
 size_t padded(size_t bytes) { return (bytes + kPad - 1) / kPad * kPad; }
 
-// Bytes of each job of a step, in order; a zero marks the layer's K/V job,
-// whose bytes depend on the depth.
+// One job of a step: a run of weight bytes, or a layer's K and V rows at the
+// depth (their bytes depend on it).
+struct Job {
+  bool kv;
+  size_t weight_bytes;  // padded; 0 for a K/V job
+};
 struct StepJobs {
-  std::vector<size_t> weights;  // per job; 0 for the K/V job
-  size_t kv_per_position = 0;   // f16 K and V, one layer
-  size_t weight_bytes = 0;      // padded sum of the weight jobs
+  std::vector<Job> jobs;       // in the engine's order
+  size_t n_layer = 0;
+  size_t kv_per_position = 0;  // f16 K and V, one layer
+  size_t weight_bytes = 0;     // the weight jobs' sum
 };
 
 const StepJobs* default_step() {
-  static std::unique_ptr<StepJobs> jobs;
-  if (jobs) return jobs.get();
+  static std::unique_ptr<StepJobs> step;
+  if (step) return step.get();
   const std::string path = default_model_path();
   if (!std::filesystem::exists(path)) return nullptr;
   const std::unique_ptr<model::Model> m = model::Model::load(path);
   const model::Weights& w = m->weights();
-  jobs = std::make_unique<StepJobs>();
+  step = std::make_unique<StepJobs>();
+  auto weights = [&](size_t bytes) {
+    step->jobs.push_back({false, padded(bytes)});
+    step->weight_bytes += padded(bytes);
+  };
   for (const model::LayerWeights& l : w.layers) {
-    for (size_t b : {l.wq.bytes() + l.wk.bytes() + l.wv.bytes(), size_t(0), l.wo.bytes(),
-                     l.w_gate.bytes() + l.w_up.bytes(), l.w_down.bytes()})
-      jobs->weights.push_back(b == 0 ? 0 : padded(b));
+    weights(l.wq.bytes() + l.wk.bytes() + l.wv.bytes());
+    step->jobs.push_back({true, 0});
+    weights(l.wo.bytes());
+    weights(l.w_gate.bytes() + l.w_up.bytes());
+    weights(l.w_down.bytes());
   }
-  jobs->weights.push_back(padded(w.output.bytes()));
-  for (size_t b : jobs->weights) jobs->weight_bytes += b;
-  jobs->kv_per_position = 2 * size_t(m->config().kv_dim()) * 2;
-  return jobs.get();
+  weights(w.output.bytes());
+  step->n_layer = w.layers.size();
+  step->kv_per_position = 2 * size_t(m->config().kv_dim()) * 2;
+  return step.get();
 }
 
 void BM_step_reads(benchmark::State& state, int depth, int threads) {
   use_best_isa();
-  const StepJobs* jobs = default_step();
-  if (!jobs) {
+  const StepJobs* step = default_step();
+  if (!step) {
     state.SkipWithError("models/SmolLM2-135M-Instruct.Q4_1.gguf not found (scripts/setup.sh fetches it)");
     return;
   }
-  const size_t n_layer = (jobs->weights.size() - 1) / 5;
-  const size_t kv_slot = padded(jobs->kv_per_position * kMaxDepth), kv_read = padded(jobs->kv_per_position * size_t(depth));
-  HugeBuffer weights(jobs->weight_bytes), kv(n_layer * kv_slot);
+  const size_t kv_slot = padded(step->kv_per_position * kMaxDepth);
+  const size_t kv_read = padded(step->kv_per_position * size_t(depth));
+  HugeBuffer weights(step->weight_bytes), kv(step->n_layer * kv_slot);
   std::memset(weights.data(), 1, weights.size());
   std::memset(kv.data(), 2, kv.size());
   const auto& read = perf::probe_kernels::for_active_isa().read_sum;
@@ -95,17 +106,17 @@ void BM_step_reads(benchmark::State& state, int depth, int threads) {
   for (auto _ : state) {
     const uint8_t* wp = weights.data();
     size_t layer = 0;
-    for (size_t b : jobs->weights) {
-      if (b == 0) {
+    for (const Job& j : step->jobs) {
+      if (j.kv) {
         job(kv.data() + layer++ * kv_slot, kv_read);
       } else {
-        job(wp, b);
-        wp += b;
+        job(wp, j.weight_bytes);
+        wp += j.weight_bytes;
       }
     }
   }
   benchmark::DoNotOptimize(sink.data());
-  state.counters["bytes/s"] = rate(double(jobs->weight_bytes + n_layer * kv_read));
+  state.counters["bytes/s"] = rate(double(step->weight_bytes + step->n_layer * kv_read));
 }
 
 int register_all() {
