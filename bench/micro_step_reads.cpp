@@ -31,6 +31,7 @@
 #include "kernels/thread_pool.h"
 #include "micro_common.h"
 #include "model/model.h"
+#include "perf/cost.h"
 #include "perf/probe.h"
 
 namespace kvlab::bench {
@@ -77,7 +78,8 @@ const StepJobs* default_step() {
   }
   weights(w.output.bytes());
   step->n_layer = w.layers.size();
-  step->kv_per_position = 2 * size_t(m->config().kv_dim()) * 2;
+  // f16: 2 bytes an element; perf::kv_bytes_per_token counts every layer.
+  step->kv_per_position = size_t(perf::kv_bytes_per_token(m->config(), 2.0)) / step->n_layer;
   return step.get();
 }
 
