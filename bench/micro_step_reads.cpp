@@ -20,8 +20,15 @@
 // of K/V to it. The ratio of this benchmark's times at depth 2048 and 16,
 // from one run, is the ratio a decode step that only read its bytes would
 // show here, to set beside bench/quadratic-trap's.
+//
+// Counters, besides the whole step's bytes/s: the weight jobs' rate
+// (weights_GB/s) and the K/V jobs' (kv_GB/s), each over its own jobs' wall
+// time. If the L3 held part of the weights from one step to the next at 16
+// and the K/V took part of it at 2048, the weights' rate would fall with the
+// depth while the K/V read faster than DRAM, the whole step's rate staying.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -105,20 +112,31 @@ void BM_step_reads(benchmark::State& state, int depth, int threads) {
       sink[size_t(thread) * 8] += read(p + a, b - a);
     });
   };
+  using Clock = std::chrono::steady_clock;
+  Clock::duration in_weights{}, in_kv{};
   for (auto _ : state) {
     const uint8_t* wp = weights.data();
     size_t layer = 0;
     for (const Job& j : step->jobs) {
+      const Clock::time_point t0 = Clock::now();
       if (j.kv) {
         job(kv.data() + layer++ * kv_slot, kv_read);
+        in_kv += Clock::now() - t0;
       } else {
         job(wp, j.weight_bytes);
         wp += j.weight_bytes;
+        in_weights += Clock::now() - t0;
       }
     }
   }
   benchmark::DoNotOptimize(sink.data());
+  const double steps = double(state.iterations());
   state.counters["bytes/s"] = rate(double(step->weight_bytes + step->n_layer * kv_read));
+  auto gb_per_s = [&](double bytes_per_step, Clock::duration spent) {
+    return bytes_per_step * steps / std::chrono::duration<double>(spent).count() * 1e-9;
+  };
+  state.counters["weights_GB/s"] = gb_per_s(double(step->weight_bytes), in_weights);
+  state.counters["kv_GB/s"] = gb_per_s(double(step->n_layer * kv_read), in_kv);
 }
 
 int register_all() {
