@@ -121,12 +121,11 @@ void BM_step_reads(benchmark::State& state, int depth, int threads) {
       const Clock::time_point t0 = Clock::now();
       if (j.kv) {
         job(kv.data() + layer++ * kv_slot, kv_read);
-        in_kv += Clock::now() - t0;
       } else {
         job(wp, j.weight_bytes);
         wp += j.weight_bytes;
-        in_weights += Clock::now() - t0;
       }
+      (j.kv ? in_kv : in_weights) += Clock::now() - t0;
     }
   }
   benchmark::DoNotOptimize(sink.data());
