@@ -306,9 +306,16 @@ void File::parse_all() {
   const uint64_t n_tensors = c.read<uint64_t>("tensor count");
   const uint64_t n_kv = c.read<uint64_t>("metadata count");
   // A key/value takes at least 13 bytes (key length, type, 1-byte value) and a
-  // tensor entry at least 24: counts beyond that cannot be real.
-  if (n_kv > c.left() / 13) fail("absurd metadata count " + std::to_string(n_kv));
-  if (n_tensors > c.left() / 24) fail("absurd tensor count " + std::to_string(n_tensors));
+  // tensor entry at least 24: a count the rest of the file cannot hold is
+  // rejected before anything is sized from it. A real count in a cut-off
+  // download fails here too, so the message gives the bytes, not a verdict.
+  const auto check_count = [&](const char* what, uint64_t n, uint64_t min_bytes) {
+    if (n > c.left() / min_bytes)
+      fail(std::string(what) + " " + std::to_string(n) + " needs at least " + std::to_string(min_bytes) +
+           " bytes each, only " + std::to_string(c.left()) + " left (truncated or corrupt file)");
+  };
+  check_count("metadata count", n_kv, 13);
+  check_count("tensor count", n_tensors, 24);
 
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = c.read_string("metadata key", kMaxKeyBytes);

@@ -122,14 +122,29 @@ TEST(Gguf, TruncatedDataNamesTheTensor) {
   EXPECT_NE(error_of(b).find("outside the file"), std::string::npos);
 }
 
-TEST(Gguf, AbsurdCounts) {
+// What follows the 24-byte header (magic, version, the two counts) must have
+// room for each count's smallest entries.
+std::string count_error(const char* what, uint64_t n, int min_bytes, size_t file_size) {
+  return "x.gguf: " + std::string(what) + " " + std::to_string(n) + " needs at least " + std::to_string(min_bytes) +
+         " bytes each, only " + std::to_string(file_size - 24) + " left (truncated or corrupt file)";
+}
+
+TEST(Gguf, CountsTheFileCannotHold) {
   auto b = small_file();
   const uint64_t huge = 1ull << 60;
   std::memcpy(&b[8], &huge, 8);  // tensor count
-  EXPECT_EQ(error_of(b), "x.gguf: absurd tensor count " + std::to_string(huge));
+  EXPECT_EQ(error_of(b), count_error("tensor count", huge, 24, b.size()));
   b = small_file();
   std::memcpy(&b[16], &huge, 8);  // metadata count
-  EXPECT_EQ(error_of(b), "x.gguf: absurd metadata count " + std::to_string(huge));
+  EXPECT_EQ(error_of(b), count_error("metadata count", huge, 13, b.size()));
+}
+
+TEST(Gguf, RealCountsInACutOffFileSayTruncated) {
+  // A download cut after 40 bytes keeps its true counts (6 keys, 2 tensors):
+  // 16 bytes cannot hold 6 keys.
+  auto b = small_file();
+  b.resize(40);
+  EXPECT_EQ(error_of(b), count_error("metadata count", 6, 13, b.size()));
 }
 
 TEST(Gguf, AbsurdStringLength) {
