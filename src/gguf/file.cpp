@@ -52,6 +52,14 @@ class Cursor {
     need(n, what);
     pos_ += n;
   }
+  // A count read from the file is checked against the bytes left (at least
+  // min_bytes per item) before anything is sized or looped from it. A true
+  // count in a cut-off download fails here too, so the message says so.
+  void need_each(uint64_t count, uint64_t min_bytes, const std::string& what) const {
+    if (count > left() / min_bytes)
+      fail(what + " " + std::to_string(count) + " needs at least " + std::to_string(min_bytes) + " bytes each, only " +
+           std::to_string(left()) + " left (truncated or corrupt file)");
+  }
   void need(uint64_t n, const char* what) const {
     if (n > left())
       fail("truncated file: " + std::string(what) + " needs " + std::to_string(n) + " bytes at offset " +
@@ -116,15 +124,12 @@ ArrayView read_array(Cursor& c, int depth) {
   a.count = c.read<uint64_t>("array length");
   a.data = c.here();
   const uint64_t start = c.pos();
+  const std::string what = std::string(value_type_name(a.elem)) + " array length";
   if (const uint64_t sz = scalar_size(a.elem); sz != 0) {
-    if (a.count > c.left() / sz)
-      c.fail("array of " + std::to_string(a.count) + " " + value_type_name(a.elem) + " exceeds the file");
+    c.need_each(a.count, sz, what);
     c.skip(a.count * sz, "array data");
   } else {
-    // Each string or nested array takes at least 8 bytes: reject impossible
-    // counts before looping over them.
-    if (a.count > c.left() / 8)
-      c.fail("array of " + std::to_string(a.count) + " " + value_type_name(a.elem) + " exceeds the file");
+    c.need_each(a.count, 8, what);  // a string or nested array's length field
     for (uint64_t i = 0; i < a.count; ++i) {
       if (a.elem == ValueType::String) c.skip(c.read<uint64_t>("string length"), "string in array");
       else read_array(c, depth + 1);
@@ -306,16 +311,9 @@ void File::parse_all() {
   const uint64_t n_tensors = c.read<uint64_t>("tensor count");
   const uint64_t n_kv = c.read<uint64_t>("metadata count");
   // A key/value takes at least 13 bytes (key length, type, 1-byte value) and a
-  // tensor entry at least 24: a count the rest of the file cannot hold is
-  // rejected before anything is sized from it. A real count in a cut-off
-  // download fails here too, so the message gives the bytes, not a verdict.
-  const auto check_count = [&](const char* what, uint64_t n, uint64_t min_bytes) {
-    if (n > c.left() / min_bytes)
-      fail(std::string(what) + " " + std::to_string(n) + " needs at least " + std::to_string(min_bytes) +
-           " bytes each, only " + std::to_string(c.left()) + " left (truncated or corrupt file)");
-  };
-  check_count("metadata count", n_kv, 13);
-  check_count("tensor count", n_tensors, 24);
+  // tensor entry at least 24.
+  c.need_each(n_kv, 13, "metadata count");
+  c.need_each(n_tensors, 24, "tensor count");
 
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = c.read_string("metadata key", kMaxKeyBytes);
