@@ -55,10 +55,12 @@ class Cursor {
   // A count read from the file is checked against the bytes left (at least
   // min_bytes per item) before anything is sized or looped from it. A true
   // count in a cut-off download fails here too, so the message says so.
-  void need_each(uint64_t count, uint64_t min_bytes, const std::string& what) const {
+  // The message is built only on failure: arrays are checked on every parse.
+  void need_each(uint64_t count, uint64_t min_bytes, const char* what, const char* elem_type = nullptr) const {
     if (count > left() / min_bytes)
-      fail(what + " " + std::to_string(count) + " needs at least " + std::to_string(min_bytes) + " bytes each, only " +
-           std::to_string(left()) + " left (truncated or corrupt file)");
+      fail((elem_type ? std::string(elem_type) + " " : std::string()) + what + " " + std::to_string(count) +
+           " needs at least " + std::to_string(min_bytes) + " bytes each, only " + std::to_string(left()) +
+           " left (truncated or corrupt file)");
   }
   void need(uint64_t n, const char* what) const {
     if (n > left())
@@ -124,12 +126,12 @@ ArrayView read_array(Cursor& c, int depth) {
   a.count = c.read<uint64_t>("array length");
   a.data = c.here();
   const uint64_t start = c.pos();
-  const std::string what = std::string(value_type_name(a.elem)) + " array length";
+  const char* elem_type = value_type_name(a.elem);
   if (const uint64_t sz = scalar_size(a.elem); sz != 0) {
-    c.need_each(a.count, sz, what);
+    c.need_each(a.count, sz, "array length", elem_type);
     c.skip(a.count * sz, "array data");
   } else {
-    c.need_each(a.count, 8, what);  // a string or nested array's length field
+    c.need_each(a.count, 8, "array length", elem_type);  // a string or nested array's length field
     for (uint64_t i = 0; i < a.count; ++i) {
       if (a.elem == ValueType::String) c.skip(c.read<uint64_t>("string length"), "string in array");
       else read_array(c, depth + 1);
