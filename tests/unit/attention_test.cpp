@@ -274,11 +274,14 @@ TEST_P(AttentionThreads, SplitChunksEqualOneThreadBitwise) {
     ASSERT_LT(heads.size(), scratch.split_below);
     attend_batch(heads, group, hd, 0.125f, pool, scratch);
     EXPECT_EQ(split, together) << "n_pos " << n_pos;
-    // All KV heads, each on one thread, padded to a batch too large to split.
+    // All KV heads, each on one thread, padded to a batch too large to split
+    // (each pad item writes an output of its own: threads run them at once).
     std::vector<AttnItem> items;
-    std::vector<float> pad(size_t(group) * hd);
+    ASSERT_GE(scratch.split_below, size_t(n_kv));
+    const size_t n_pad = scratch.split_below - size_t(n_kv);
+    std::vector<float> pad(n_pad * size_t(group) * hd);
     for (int g = 0; g < n_kv; ++g) items.push_back({&q[size_t(g * group) * hd], kv.view(g), n_pos, &whole[size_t(g * group) * hd]});
-    while (items.size() < scratch.split_below) items.push_back({q.data(), kv.view(0), 1, pad.data()});
+    for (size_t i = 0; i < n_pad; ++i) items.push_back({q.data(), kv.view(0), 1, &pad[i * size_t(group) * hd]});
     attend_batch(items, group, hd, 0.125f, pool, scratch);
     EXPECT_EQ(split, whole) << "n_pos " << n_pos;
   }
