@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -28,6 +29,37 @@ struct ServeOptions {
   int kv_blocks = 0;
   engine::DraftOptions draft;
   std::string api_key;
+};
+
+// The thread that turns SIGINT or SIGTERM (blocked in every other thread)
+// into a stop of the server. It is joined before the server is destroyed:
+// a signal's stop() may still be running when listen() returns, and
+// ThreadSanitizer caught a detached one reading the server as serve()
+// destroyed it. At the end serve() wakes it with a SIGTERM of its own.
+class SignalStopper {
+ public:
+  SignalStopper(sigset_t set, server::HttpServer& http)
+      : thread_([this, set, &http] {
+          int signo = 0;
+          sigwait(&set, &signo);
+          if (finishing_.load()) return;
+          std::fprintf(stderr, "kvlab serve: signal %d, shutting down\n", signo);
+          http.stop();
+        }) {}
+  ~SignalStopper() { finish(); }
+  SignalStopper(const SignalStopper&) = delete;
+  SignalStopper& operator=(const SignalStopper&) = delete;
+
+  void finish() {
+    if (!thread_.joinable()) return;
+    finishing_.store(true);
+    pthread_kill(thread_.native_handle(), SIGTERM);  // pending for it if it is stopping already
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> finishing_{false};
+  std::thread thread_;
 };
 
 void serve(const ServeOptions& o) {
@@ -59,13 +91,7 @@ void serve(const ServeOptions& o) {
     std::fprintf(stderr, "kvlab serve: warning: listening on %s without --api-key\n", o.host.c_str());
   auto http = std::make_unique<server::HttpServer>(so);
   http->bind();
-  std::thread sig([&http, set] {
-    int signo = 0;
-    sigwait(&set, &signo);
-    std::fprintf(stderr, "kvlab serve: signal %d, shutting down\n", signo);
-    http->stop();
-  });
-  sig.detach();
+  SignalStopper on_signal(set, *http);
   std::thread listener([&http] { http->listen(); });
   http->wait_until_listening();  // so that a failed load below can stop it
   std::fprintf(stderr, "kvlab serve: listening on http://%s:%d (loading %s)\n", o.host.c_str(), o.port, path.c_str());
@@ -84,6 +110,7 @@ void serve(const ServeOptions& o) {
   }
   std::fprintf(stderr, "kvlab serve: ready (%d slots)\n", o.parallel);
   listener.join();
+  on_signal.finish();
   http.reset();  // stops the scheduler before the model goes away
 }
 
