@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 
@@ -41,8 +40,9 @@ int find_socket(const std::string& want_addr, int want_port) {
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0') continue;  // "." and ".."
-    struct stat st {};
-    if (fstat(int(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    // Other threads open and close their connections' descriptors all the
+    // while; getpeername on one that is gone, or is not a socket, fails, and
+    // one reused for another peer fails the address check.
     std::string addr;
     int port = -1;
     if (peer_of(int(fd), addr, port) && port == want_port && addr == want_addr) {
