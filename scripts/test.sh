@@ -37,7 +37,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== ThreadSanitizer: the thread pool, the split kernels, the scheduler, the server under the e2e tests"
 # The tests that run threads, not the whole suite: under TSan on 2 cores the
-# unit tests take 11 min and the integration tests over 40. The server's
+# whole unit suite took 10.5 min, and half the integration suite 21. The server's
 # reports go to files (it is stopped by a signal, after its tests have run).
 # GCC 12's TSan cannot map its shadow memory under some kernels' wider
 # address randomisation (vm.mmap_rnd_bits over 28), so ASLR is turned off for
