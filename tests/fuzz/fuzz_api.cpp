@@ -25,7 +25,7 @@ namespace {
 // Prompts are tokenized with a real vocabulary: the shared tiny model's.
 const kvlab::tokenizer::Tokenizer& vocab_tokenizer() {
   static const std::unique_ptr<kvlab::tokenizer::Tokenizer> tok = kvlab::tokenizer::tokenizer_from_gguf(
-      kvlab::gguf::File::open(KVLAB_SOURCE_DIR "/../shared/models/stories260K.gguf"));
+      kvlab::gguf::File::open(KVLAB_SOURCE_DIR "/tests/models/stories260K.gguf"));
   return *tok;
 }
 

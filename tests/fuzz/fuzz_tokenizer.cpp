@@ -51,7 +51,7 @@ struct Loaded {
 const std::vector<Loaded>& tokenizers() {
   static const std::vector<Loaded> all = [] {
     std::vector<Loaded> v;
-    for (const char* path : {KVLAB_SOURCE_DIR "/../shared/models/stories260K.gguf",
+    for (const char* path : {KVLAB_SOURCE_DIR "/tests/models/stories260K.gguf",
                              KVLAB_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf"})
       if (auto t = load(path)) {
         const std::array<bool, 256> has = byte_tokens(*t);

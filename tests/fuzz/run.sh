@@ -14,7 +14,7 @@ case "$(basename "$BIN")" in
   fuzz_gguf)
     # The shared tiny model whole, and the first 64 KiB of the default model
     # (its metadata and tensor table; the data is not needed to reach the parser).
-    cp "$ROOT/../shared/models/stories260K.gguf" "$CORPUS/" 2>/dev/null || true
+    cp "$ROOT/tests/models/stories260K.gguf" "$CORPUS/" 2>/dev/null || true
     [[ -f "$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]] &&
       head -c 65536 "$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf" >"$CORPUS/smollm2-head.gguf"
     MAX_LEN=2000000

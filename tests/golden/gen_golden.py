@@ -22,9 +22,9 @@ The qwen2, qwen3 and gemma3 graft fixtures run on grafts of stories260K
 (tests/common/arch_graft.h), which the test build makes; their tokenizer is
 stories260K's (see tests/golden/README.md):
 
-    build/tests/kvlab_arch_graft qwen2 ../shared/models/stories260K.gguf /tmp/stories260K-qwen2.gguf
-    build/tests/kvlab_arch_graft qwen3 ../shared/models/stories260K.gguf /tmp/stories260K-qwen3.gguf
-    build/tests/kvlab_arch_graft gemma3 ../shared/models/stories260K.gguf /tmp/stories260K-gemma3.gguf
+    build/tests/kvlab_arch_graft qwen2 tests/models/stories260K.gguf /tmp/stories260K-qwen2.gguf
+    build/tests/kvlab_arch_graft qwen3 tests/models/stories260K.gguf /tmp/stories260K-qwen3.gguf
+    build/tests/kvlab_arch_graft gemma3 tests/models/stories260K.gguf /tmp/stories260K-gemma3.gguf
     ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py --generate-only \
         /tmp/stories260K-qwen2.gguf /tmp/stories260K-qwen3.gguf /tmp/stories260K-gemma3.gguf
 
@@ -62,7 +62,7 @@ REPO_ROOT = HERE.parent.parent
 
 DEFAULT_MODELS = [
     REPO_ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf",
-    REPO_ROOT.parent / "shared" / "models" / "stories260K.gguf",
+    REPO_ROOT / "tests" / "models" / "stories260K.gguf",
 ]
 
 # llama.cpp commit vendored by each llama-cpp-python release (from the
@@ -456,7 +456,7 @@ def gen_tokenize(m: Model, sha: str, argv: list[str], out: Path) -> dict:
 
 
 def sanity_check_stories(doc: dict) -> None:
-    """shared/models/README.md: llama-completion greedy reference."""
+    """tests/models/README.md: llama-completion greedy reference."""
     case = next(c for c in doc["cases"] if c["name"] == "once_upon")
     assert case["prompt_ids"] == [1, 403, 407, 261, 378], case["prompt_ids"]
     expect = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw"
@@ -468,13 +468,13 @@ def sanity_check_stories(doc: dict) -> None:
     # re-tokenisation of the text may differ from the generated ids in
     # principle; here it must match token for token.
     assert full[:len(readme_ids)] == readme_ids, full[:len(readme_ids)]
-    print("  sanity check vs shared/models/README.md: ok", file=sys.stderr)
+    print("  sanity check vs tests/models/README.md: ok", file=sys.stderr)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*", type=Path,
-                    help="GGUF files (default: the kvlab default model and shared stories260K)")
+                    help="GGUF files (default: the kvlab default model and stories260K (tests/models))")
     ap.add_argument("--out-dir", type=Path, default=HERE)
     only = ap.add_mutually_exclusive_group()
     only.add_argument("--generate-only", action="store_true",

@@ -32,7 +32,7 @@ from gen_golden import C, HERE, REPO_ROOT, Model, produced_by, sha256_file, toke
 TEXT = HERE / "perplexity-text.txt"
 DEFAULT_MODELS = [
     REPO_ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf",
-    REPO_ROOT.parent / "shared" / "models" / "stories260K.gguf",
+    REPO_ROOT / "tests" / "models" / "stories260K.gguf",
 ]
 
 

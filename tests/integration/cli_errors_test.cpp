@@ -181,10 +181,10 @@ TEST(CliErrors, NotAModelTokenizerMissing) {
 TEST(CliErrors, BadOptions) {
   Result r = run_kvlab("run -p hi --top-p 2");
   EXPECT_NE(r.status, 0);
-  r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf -p hi -c 100000");
+  r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf -p hi -c 100000");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err, "kvlab: error: context 100000 exceeds the model's training context 2048\n");
-  r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf");
+  r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf");
   EXPECT_EQ(r.err, "kvlab: error: give exactly one of -p PROMPT or -f FILE\n");
   r = run_kvlab("bench -p 0 -n 4 --profile -o csv");
   expect_one_line_error(r, "--profile needs -o md or json: its stage tables have no csv form");
@@ -197,7 +197,7 @@ TEST(CliErrors, BadOptions) {
   EXPECT_NE(r.status, 0);
   // A prompt file that is no file, or never ends, is refused, not read into
   // all the memory there is.
-  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf";
+  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf";
   expect_one_line_error(run_kvlab("run -m " + tiny + " -f /dev/zero"),
                         "/dev/zero: larger than 64 MiB, too large for a prompt or a run record");
   expect_one_line_error(run_kvlab("tokenize -m " + tiny + " -f " + scratch().path.string()),
@@ -227,7 +227,7 @@ TEST(CliErrors, BadOptions) {
   }
   // serve: a KV pool too small for one context is refused once the model is
   // loaded (after the "listening" line), not discovered by a request later.
-  r = run_kvlab("serve -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf -c 128 --kv-blocks 3" +
+  r = run_kvlab("serve -m " + std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf -c 128 --kv-blocks 3" +
                 " --port " + std::to_string(20000 + ::getpid() % 20000));
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(r.err.ends_with("kvlab: error: KV pool of 3 blocks cannot hold one context of 128 (needs 8)\n")) << r.err;
@@ -245,7 +245,7 @@ TEST(CliErrors, EverySubcommandHasHelp) {
 // same tokens, and every section is there (the roofline's, or its note that
 // a probe is missing), the stage split of a decode step included.
 TEST(Cli, DemoShowsEverySection) {
-  const Result r = run_kvlab("demo -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf -n 40");
+  const Result r = run_kvlab("demo -m " + std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf -n 40");
   EXPECT_EQ(r.status, 0) << r.err;
   for (const char* want : {"identical tokens with and without the KV cache: YES (40 tokens)", "| TTFT ",
                            "per-token latency by position", "## On this machine's roofline",
@@ -261,7 +261,7 @@ TEST(Cli, DemoShowsEverySection) {
 // --logit-bias ID-inf bans the greedy pick, ID+BIAS forces one; a bad
 // argument or an id past the vocabulary is a one-line error.
 TEST(Cli, LogitBiasAndOpenAiPenalties) {
-  const std::string run = "run -m " + std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf" +
+  const std::string run = "run -m " + std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf" +
                           " -p 'Once upon a time' -n 1 --temp 0 --json";
   auto first_token = [&](const std::string& extra) {
     const Result r = run_kvlab(run + " " + extra);
@@ -276,7 +276,7 @@ TEST(Cli, LogitBiasAndOpenAiPenalties) {
   // biased to the top is pushed back off it by a presence penalty, not once
   // the window no longer reaches back to it.
   const Result ids = run_kvlab("tokenize -m " + std::string(KVLAB_SOURCE_DIR) +
-                               "/../shared/models/stories260K.gguf -p 'Once upon a time' --json");
+                               "/tests/models/stories260K.gguf -p 'Once upon a time' --json");
   const auto prompt = nlohmann::json::parse(ids.out)["ids"].get<std::vector<int>>();
   ASSERT_EQ(prompt.size(), 5u);  // BOS, Once, upon, a, time
   const std::string once = std::to_string(prompt[1]);
@@ -297,7 +297,7 @@ TEST(Cli, LogitBiasAndOpenAiPenalties) {
 // An empty prompt is a prompt: a model that adds BOS generates from BOS alone
 // (as llama.cpp does); one that adds nothing is refused with the reason.
 TEST(Cli, EmptyPrompt) {
-  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf";
+  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf";
   Result r = run_kvlab("run -m " + tiny + " -p '' -n 8 --temp 0 --json");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\"prompt_tokens\": 1"), std::string::npos) << r.out;
@@ -315,7 +315,7 @@ TEST(Cli, EmptyPrompt) {
 
 // --draft: the same tokens in fewer decode passes, and what the drafts did.
 TEST(Cli, SpeculativeRunReportsItsDrafts) {
-  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf";
+  const std::string tiny = std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf";
   const std::string args = "run -m " + tiny + " -p 'Once upon a time, there was a little girl' -n 120 --temp 0 --ignore-eos";
   const Result plain = run_kvlab(args + " --json"), spec = run_kvlab(args + " --json --draft 4");
   ASSERT_EQ(plain.status, 0) << plain.err;
@@ -338,7 +338,7 @@ TEST(Cli, SpeculativeRunReportsItsDrafts) {
 
 TEST(Cli, ContextLimitIsReportedNotACrash) {
   const Result r = run_kvlab("run -m " + std::string(KVLAB_SOURCE_DIR) +
-                             "/../shared/models/stories260K.gguf -p 'Once upon a time' -n 100 -c 16 --temp 0 --ignore-eos");
+                             "/tests/models/stories260K.gguf -p 'Once upon a time' -n 100 -c 16 --temp 0 --ignore-eos");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("stopped: the context of 16 tokens is full"), std::string::npos) << r.err;
 }

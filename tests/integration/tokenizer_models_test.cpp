@@ -1,5 +1,5 @@
 // Tokenizers of the real models against llama.cpp:
-//   * the reference ids of ../shared/models/README.md (stories260K);
+//   * the reference ids of tests/models/README.md (stories260K);
 //   * every golden fixture tests/golden/<model>.tokenize.json (ids of a
 //     battery of texts) and the prompts / generated text of
 //     tests/golden/<model>.generate.json, when those files are present;
@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 using Ids = std::vector<int32_t>;
 
 const std::string kSmolLm = KVLAB_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-const std::string kStories = KVLAB_SOURCE_DIR "/../shared/models/stories260K.gguf";
+const std::string kStories = KVLAB_SOURCE_DIR "/tests/models/stories260K.gguf";
 
 // Tokenizers are loaded once per model (SmolLM2's vocabulary takes a moment).
 const Tokenizer* load(const std::string& path) {
@@ -272,7 +272,7 @@ TEST(TokenizerModels, OtherPreTokenizersOnSmolLmVocab) {
 // ---------------------------------------------------------------- golden fixtures
 
 fs::path model_path(const std::string& name) {
-  for (const fs::path& dir : {fs::path(KVLAB_SOURCE_DIR "/models"), fs::path(KVLAB_SOURCE_DIR "/../shared/models")}) {
+  for (const fs::path& dir : {fs::path(KVLAB_SOURCE_DIR "/models"), fs::path(KVLAB_SOURCE_DIR "/tests/models")}) {
     if (fs::exists(dir / name)) return dir / name;
   }
   return {};

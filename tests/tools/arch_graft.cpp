@@ -1,9 +1,9 @@
 // Writes a qwen2, qwen3 or gemma3 graft of a llama GGUF (tests/common/arch_graft.h),
 // for tests/golden/gen_golden.py to run through llama.cpp:
 //
-//   build/tests/kvlab_arch_graft qwen2 ../shared/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft qwen3 ../shared/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft gemma3 ../shared/models/stories260K.gguf OUT.gguf
+//   build/tests/kvlab_arch_graft qwen2 tests/models/stories260K.gguf OUT.gguf
+//   build/tests/kvlab_arch_graft qwen3 tests/models/stories260K.gguf OUT.gguf
+//   build/tests/kvlab_arch_graft gemma3 tests/models/stories260K.gguf OUT.gguf
 #include <cstdio>
 #include <exception>
 #include <string>

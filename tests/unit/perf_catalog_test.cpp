@@ -305,7 +305,7 @@ TEST(PerfModels, HfConfigJsonMatchesTheCatalogEntry) {
 // A GGUF's bits per weight come from its tensors, not its file size: the
 // f32 stories260K (1.19 MB file, 0.29 M parameters) is 32 bits, not 32.4.
 TEST(PerfModels, GgufBitsPerWeightAreTheTensors) {
-  const ResolvedModel m = resolve_model(std::string(KVLAB_SOURCE_DIR) + "/../shared/models/stories260K.gguf");
+  const ResolvedModel m = resolve_model(std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf");
   ASSERT_TRUE(m.file_bits_per_weight);
   EXPECT_DOUBLE_EQ(*m.file_bits_per_weight, 32.0);
 }
