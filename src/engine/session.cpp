@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "sample/sampler.h"
+#include "engine/logprobs.h"
 
 namespace kvlab::engine {
 
@@ -25,34 +25,43 @@ SessionOptions checked(SessionOptions o) {
   o.max_batch = std::min(o.max_batch, o.n_ctx);
   return o;
 }
+
+RunnerOptions runner_options(const SessionOptions& o) {
+  RunnerOptions r;
+  r.n_seq = 1;
+  r.n_ctx = o.n_ctx;
+  r.n_threads = o.n_threads;
+  r.max_tokens = o.max_batch;
+  r.kv_type = o.kv_type;
+  return r;
+}
 }  // namespace
 
 Session::Session(const model::Model& model, SessionOptions opt)
-    : model_(model),
-      opt_(checked(opt)),
-      pool_(opt_.n_threads),
-      cache_(model.config(), opt_.n_ctx, 1, opt_.kv_type, kv::Cache::PassLimit{opt_.max_batch}),
-      ws_(model.config(), opt_.max_batch, opt_.n_ctx, opt_.n_threads),
-      logits_(size_t(model.config().n_vocab)) {
+    : opt_(checked(opt)), runner_(model, runner_options(opt_)) {
   batch_.reserve(size_t(opt_.max_batch));
   history_.reserve(size_t(opt_.n_ctx));
 }
 
 void Session::reset() {
   history_.clear();
-  cache_.clear(0);
+  runner_.cache().clear(0);
 }
 
-void Session::run(size_t from, Phase phase) {
-  for (size_t start = from; start < history_.size(); start += size_t(opt_.max_batch)) {
-    const size_t end = std::min(history_.size(), start + size_t(opt_.max_batch));
-    batch_.clear();
-    for (size_t i = start; i < end; ++i)
-      batch_.push_back({history_[i], int32_t(i), 0, i + 1 == history_.size()});
-    const auto t0 = Clock::now();
-    model_.forward(batch_, cache_, ws_, pool_, logits_.data());
-    trace_.steps.push_back({phase, int(end - start), int(start), seconds_since(t0)});
-  }
+std::span<const float> Session::pass(size_t start, size_t end, size_t logits_from, Phase phase, bool logits_for_all) {
+  batch_.clear();
+  for (size_t i = start; i < end; ++i) batch_.push_back({history_[i], int32_t(i), 0, i >= logits_from});
+  const auto t0 = Clock::now();
+  const std::span<const float> logits = runner_.step(batch_);
+  trace_.steps.push_back({phase, int(end - start), int(start), seconds_since(t0), logits_for_all});
+  return logits;
+}
+
+std::span<const float> Session::run(size_t from, Phase phase) {
+  std::span<const float> logits;
+  for (size_t start = from; start < history_.size(); start += size_t(opt_.max_batch))
+    logits = pass(start, std::min(history_.size(), start + size_t(opt_.max_batch)), history_.size() - 1, phase);
+  return logits;
 }
 
 std::span<const float> Session::prefill(std::span<const int32_t> ids) {
@@ -62,9 +71,9 @@ std::span<const float> Session::prefill(std::span<const int32_t> ids) {
                 std::to_string(opt_.n_ctx) + " (raise -c)");
   const size_t from = history_.size();
   history_.insert(history_.end(), ids.begin(), ids.end());
-  run(opt_.kv_cache ? from : 0, Phase::Prefill);
-  if (!opt_.kv_cache) cache_.clear(0);
-  return logits_;
+  const std::span<const float> logits = run(opt_.kv_cache ? from : 0, Phase::Prefill);
+  if (!opt_.kv_cache) runner_.cache().clear(0);
+  return logits;
 }
 
 std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
@@ -72,35 +81,29 @@ std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
   if (history_.size() + ids.size() > size_t(opt_.n_ctx))
     throw Error(std::to_string(ids.size()) + " tokens do not fit the context of " + std::to_string(opt_.n_ctx) +
                 " (raise -c)");
-  const size_t V = size_t(model_.config().n_vocab);
-  const size_t pass = std::clamp<size_t>(kScoreLogitBytes / (V * sizeof(float)), 1, size_t(opt_.max_batch));
-  std::vector<float> logits(pass * V);
+  const size_t V = runner_.n_vocab();
+  const size_t chunk = std::clamp<size_t>(kScoreLogitBytes / (V * sizeof(float)), 1, size_t(opt_.max_batch));
   // Positions whose logits predict a scored id: [scored_from, end - 1).
   const size_t from = history_.size(), scored_from = from + skip;
   // Without a cache the appended ids still go through in passes over the
   // cache, as one recomputation would, and nothing is kept after.
-  if (!opt_.kv_cache) cache_.clear(0);
+  if (!opt_.kv_cache) runner_.cache().clear(0);
   history_.insert(history_.end(), ids.begin(), ids.end());
   const size_t last = history_.size() - 1;
   std::vector<double> out(last - scored_from);
-  for (size_t start = opt_.kv_cache ? from : 0; start < history_.size(); start += pass) {
-    const size_t end = std::min(history_.size(), start + pass);
-    batch_.clear();
-    for (size_t i = start; i < end; ++i) batch_.push_back({history_[i], int32_t(i), 0, i >= scored_from});
-    const auto t0 = Clock::now();
-    model_.forward(batch_, cache_, ws_, pool_, logits.data());
-    trace_.steps.push_back({Phase::Prefill, int(end - start), int(start), seconds_since(t0)});
-    // Row r of `logits` is position first_row + r (forward packs the rows
+  for (size_t start = opt_.kv_cache ? from : 0; start < history_.size(); start += chunk) {
+    const size_t end = std::min(history_.size(), start + chunk);
+    const std::span<const float> logits = pass(start, end, scored_from, Phase::Prefill);
+    // Row r of `logits` is position first_row + r (the runner packs the rows
     // that asked for logits, in order).
     const size_t first_row = std::max(start, scored_from);
     const size_t rows_end = std::min(end, last), rows = rows_end > first_row ? rows_end - first_row : 0;
-    pool_.for_each(rows, [&](size_t r, int) {
+    runner_.pool().for_each(rows, [&](size_t r, int) {
       const size_t i = first_row + r;
-      const std::span<const float> row(&logits[r * V], V);
-      out[i - scored_from] = double(row[size_t(history_[i + 1])]) - sample::log_sum_exp(row);
+      out[i - scored_from] = token_logprob(logits.subspan(r * V, V), history_[i + 1]);
     });
   }
-  if (!opt_.kv_cache) cache_.clear(0);
+  if (!opt_.kv_cache) runner_.cache().clear(0);
   return out;
 }
 
@@ -111,35 +114,27 @@ std::span<const float> Session::verify(std::span<const int32_t> ids) {
                 std::to_string(ids.size()));
   if (history_.size() + ids.size() > size_t(opt_.n_ctx))
     throw Error("context of " + std::to_string(opt_.n_ctx) + " is full");
-  const size_t from = history_.size(), V = size_t(model_.config().n_vocab);
+  const size_t from = history_.size();
   history_.insert(history_.end(), ids.begin(), ids.end());
-  batch_.clear();
-  for (size_t i = from; i < history_.size(); ++i) batch_.push_back({history_[i], int32_t(i), 0, true});
-  verify_logits_.resize(ids.size() * V);
-  const auto t0 = Clock::now();
-  model_.forward(batch_, cache_, ws_, pool_, verify_logits_.data());
-  trace_.steps.push_back({Phase::Decode, int(ids.size()), int(from), seconds_since(t0), true});
-  return verify_logits_;
+  return pass(from, history_.size(), from, Phase::Decode, true);
 }
 
 void Session::truncate(int n) {
   if (n < 0 || n > n_past()) throw Error("cannot truncate a sequence of " + std::to_string(n_past()) + " to " + std::to_string(n));
   history_.resize(size_t(n));
-  cache_.set_used(0, std::min(cache_.used(0), n));
+  kv::Cache& cache = runner_.cache();
+  cache.set_used(0, std::min(cache.used(0), n));
 }
 
 std::span<const float> Session::decode(int32_t id) {
   if (history_.size() + 1 > size_t(opt_.n_ctx)) throw Error("context of " + std::to_string(opt_.n_ctx) + " is full");
   history_.push_back(id);
-  if (opt_.kv_cache) {
-    run(history_.size() - 1, Phase::Decode);
-  } else {
-    // Nothing survives between steps: recompute every position's K and V.
-    cache_.clear(0);
-    run(0, Phase::Recompute);
-    cache_.clear(0);
-  }
-  return logits_;
+  if (opt_.kv_cache) return run(history_.size() - 1, Phase::Decode);
+  // Nothing survives between steps: recompute every position's K and V.
+  runner_.cache().clear(0);
+  const std::span<const float> logits = run(0, Phase::Recompute);
+  runner_.cache().clear(0);
+  return logits;
 }
 
 }  // namespace kvlab::engine

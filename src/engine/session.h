@@ -1,6 +1,6 @@
-// One generation stream over a loaded model: owns the KV cache, the
-// activation workspace and the thread pool, and records a Trace of every
-// forward pass it runs.
+// One generation stream over a loaded model: the one-sequence use of the
+// BatchRunner (which owns the KV cache, the workspace and the thread pool),
+// recording a Trace of every forward pass it runs.
 //
 //  prefill(ids)  the whole prompt in batched forward passes (GEMM-shaped)
 //  decode(id)    one new token against the cache (GEMV-shaped)
@@ -14,10 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/batch_runner.h"
 #include "engine/trace.h"
-#include "kernels/thread_pool.h"
-#include "kv/cache.h"
-#include "model/model.h"
 
 namespace kvlab::engine {
 
@@ -61,31 +59,29 @@ class Session {
   int n_past() const { return int(history_.size()); }
   const std::vector<int32_t>& history() const { return history_; }
   const SessionOptions& options() const { return opt_; }
-  const model::Model& model() const { return model_; }
-  const kv::Cache& cache() const { return cache_; }
+  const model::Model& model() const { return runner_.model(); }
+  const kv::Cache& cache() const { return runner_.cache(); }
   // Bytes the cache holds for this sequence (0 between steps without a cache).
-  size_t kv_bytes_in_use() const { return opt_.kv_cache ? cache_.bytes_used(0) : 0; }
+  size_t kv_bytes_in_use() const { return opt_.kv_cache ? cache().bytes_used(0) : 0; }
   Trace& trace() { return trace_; }
   const Trace& trace() const { return trace_; }
-  kernels::ThreadPool& pool() { return pool_; }
+  kernels::ThreadPool& pool() { return runner_.pool(); }
   // Non-null: every forward pass from now on adds its per-stage wall times
   // to `times` (model/stage_times.h); null stops it.
-  void collect_stage_times(model::StageTimes* times) { ws_.stage_times = times; }
+  void collect_stage_times(model::StageTimes* times) { runner_.collect_stage_times(times); }
 
  private:
-  // Forwards history_[from..] at their positions (chunked by max_batch);
-  // logits of the final token land in logits_.
-  void run(size_t from, Phase phase);
+  // Forwards history_[from..] at their positions (chunked by max_batch) and
+  // returns the logits after the final token.
+  std::span<const float> run(size_t from, Phase phase);
+  // One pass over history_[start, end): the rows from `logits_from` on want
+  // logits. Recorded in the trace.
+  std::span<const float> pass(size_t start, size_t end, size_t logits_from, Phase phase, bool logits_for_all = false);
 
-  const model::Model& model_;
   SessionOptions opt_;
-  kernels::ThreadPool pool_;
-  kv::Cache cache_;
-  model::Workspace ws_;
+  BatchRunner runner_;
   std::vector<model::BatchEntry> batch_;
   std::vector<int32_t> history_;
-  std::vector<float> logits_;
-  std::vector<float> verify_logits_;  // verify()'s rows
   Trace trace_;
 };
 

@@ -4,12 +4,12 @@
 
 namespace kvlab::server {
 
-std::optional<Choices> Choices::submit(Scheduler& sched, const GenRequest& req, int n) {
+std::optional<Choices> Choices::submit(engine::ServingEngine& serving, const GenRequest& req, int n) {
   Choices c;
   for (int i = 0; i < n; ++i) {
     GenRequest r = req;
     r.sampling.seed = req.sampling.seed + uint64_t(i);
-    std::shared_ptr<Handle> h = sched.submit(std::move(r));
+    std::shared_ptr<Handle> h = serving.submit(std::move(r));
     if (!h) {
       c.cancel();
       return std::nullopt;

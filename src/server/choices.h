@@ -10,14 +10,15 @@
 #include <utility>
 #include <vector>
 
-#include "server/scheduler.h"
+#include "engine/serving_engine.h"
+#include "server/openai_api.h"
 
 namespace kvlab::server {
 
 class Choices {
  public:
   // All n queued, or none (nullopt: the queue had room for fewer).
-  static std::optional<Choices> submit(Scheduler& sched, const GenRequest& req, int n);
+  static std::optional<Choices> submit(engine::ServingEngine& serving, const GenRequest& req, int n);
 
   int size() const { return int(handles_.size()); }
   void cancel();

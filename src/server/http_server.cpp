@@ -74,7 +74,7 @@ std::string status_message(int status) {
 
 HttpServer::HttpServer(ServerOptions opt) : opt_(std::move(opt)), svr_(std::make_unique<httplib::Server>()) {
   metrics_.set_gauge_source([this] {
-    if (!ready_) return Gauges{};
+    if (!ready_) return engine::Gauges{};
     return sched_->gauges();
   });
   const size_t threads = opt_.http_threads > 0 ? size_t(opt_.http_threads)
@@ -113,7 +113,7 @@ void HttpServer::set_model(const model::Model& model, const tokenizer::Tokenizer
   opt_.sched.n_ctx = n_ctx;
   model_ = &model;
   tok_ = &tok;
-  sched_ = std::make_unique<Scheduler>(model, tok, opt_.sched, metrics_);
+  sched_ = std::make_unique<engine::ServingEngine>(model, tok, opt_.sched, metrics_);
   ready_ = true;
 }
 

@@ -9,9 +9,8 @@
 #include <mutex>
 #include <string>
 
-#include "model/model.h"
 #include "server/metrics.h"
-#include "server/scheduler.h"
+#include "engine/serving_engine.h"
 #include "tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -27,7 +26,7 @@ struct ServerOptions {
   size_t payload_max = 1 << 20;    // bytes of request body; larger: 413
   int http_threads = 0;            // 0: slots + queue + 4
   std::string model_id;            // echoed in responses
-  SchedulerOptions sched;
+  engine::SchedulerOptions sched;
 };
 
 class HttpServer {
@@ -43,7 +42,7 @@ class HttpServer {
   // return, so whoever may stop early waits for this first.
   void wait_until_listening() const;
   void stop();
-  // Takes the loaded model (kept alive by the caller) and starts the scheduler
+  // Takes the loaded model (kept alive by the caller) and starts the serving engine
   // with `n_ctx` positions per slot.
   void set_model(const model::Model& model, const tokenizer::Tokenizer& tok, int n_ctx);
 
@@ -55,7 +54,7 @@ class HttpServer {
   std::atomic<bool> ready_{false};
   const tokenizer::Tokenizer* tok_ = nullptr;
   const model::Model* model_ = nullptr;
-  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<engine::ServingEngine> sched_;
   // Set while a race or a phases run measures: one at a time, since two would
   // share the cores and time each other rather than the engine.
   std::atomic<bool> lab_busy_{false};

@@ -71,15 +71,15 @@ void Metrics::request_finished(const std::string& r) {
 
 void Metrics::request_rejected() { std::lock_guard l(mu_); ++rejected_; }
 
-void Metrics::set_gauge_source(std::function<Gauges()> f) { std::lock_guard l(mu_); gauges_ = std::move(f); }
+void Metrics::set_gauge_source(std::function<engine::Gauges()> f) { std::lock_guard l(mu_); gauges_ = std::move(f); }
 
 std::string Metrics::render() const {
-  std::function<Gauges()> gsrc;
+  std::function<engine::Gauges()> gsrc;
   {
     std::lock_guard l(mu_);
     gsrc = gauges_;
   }
-  const Gauges g = gsrc ? gsrc() : Gauges{};
+  const engine::Gauges g = gsrc ? gsrc() : engine::Gauges{};
   std::lock_guard l(mu_);
   std::string out;
   auto counter = [&](const char* name, const char* help, int64_t v) {

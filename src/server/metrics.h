@@ -2,13 +2,15 @@
 // histograms (TTFT, inter-token, end-to-end, queue time), token and request
 // counters (speculative decoding's drafts among them), and gauges (running / waiting requests, KV cache blocks, prefix
 // cache hits)
-// sampled from the scheduler when /metrics is scraped. Thread-safe.
+// sampled from the serving engine when /metrics is scraped. Thread-safe.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "engine/serving_stats.h"
 
 namespace kvlab::server {
 
@@ -26,31 +28,20 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
-// Sampled from the scheduler at render time.
-struct Gauges {
-  int running = 0;
-  int waiting = 0;
-  int slots = 0;
-  int kv_blocks = 0;          // KV cache blocks in the pool
-  int kv_blocks_used = 0;     // referenced by running sequences
-  int kv_blocks_cached = 0;   // unreferenced, holding a reusable prefix
-  int64_t prefix_lookups = 0; // admissions that looked for a cached prefix
-  int64_t prefix_hits = 0;    // ... and reused at least one block
-};
 
-class Metrics {
+class Metrics : public engine::ServingObserver {
  public:
   Metrics();
-  void observe_queue(double s);
-  void observe_ttft(double s);
-  void observe_itl(double s);
-  void observe_e2e(double s);
-  void add_tokens(int64_t prompt, int64_t generated, int64_t cached = 0);
-  void add_drafts(int64_t drafted, int64_t accepted);  // speculative decoding
-  void request_finished(const std::string& finish_reason);  // stop | length | cancelled | error
+  void observe_queue(double s) override;
+  void observe_ttft(double s) override;
+  void observe_itl(double s) override;
+  void observe_e2e(double s) override;
+  void add_tokens(int64_t prompt, int64_t generated, int64_t cached = 0) override;
+  void add_drafts(int64_t drafted, int64_t accepted) override;  // speculative decoding
+  void request_finished(const std::string& finish_reason) override;  // stop | length | cancelled | error
   void request_rejected();                                    // queue full (503)
   // Called at render time for the gauges.
-  void set_gauge_source(std::function<Gauges()> f);
+  void set_gauge_source(std::function<engine::Gauges()> f);
   std::string render() const;
 
  private:
@@ -59,7 +50,7 @@ class Metrics {
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
   int64_t drafted_tokens_ = 0, accepted_tokens_ = 0;
   int64_t finished_stop_ = 0, finished_length_ = 0, cancelled_ = 0, errors_ = 0, rejected_ = 0;
-  std::function<Gauges()> gauges_;
+  std::function<engine::Gauges()> gauges_;
 };
 
 }  // namespace kvlab::server

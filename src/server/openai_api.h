@@ -7,10 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "server/scheduler.h"
+#include "engine/handle.h"
+#include "engine/request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kvlab::server {
+
+// The engine's request and result types, as this layer fills and reads them.
+using engine::GenRequest;
+using engine::Handle;
+using engine::Timings;
+using engine::TokenLogprobs;
 
 struct ApiError {
   int status = 400;

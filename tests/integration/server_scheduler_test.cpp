@@ -14,11 +14,12 @@
 
 #include "common/log_softmax.h"
 #include "common/models.h"
+#include "engine/serving_engine.h"
 #include "engine/session.h"
 #include "sample/sampler.h"
 #include "server/choices.h"
 #include "server/openai_api.h"
-#include "server/scheduler.h"
+#include "server/metrics.h"
 #include "server/tokenize_api.h"
 
 namespace kvlab {
@@ -44,8 +45,8 @@ std::string session_greedy(const model::Model& m, const tokenizer::Tokenizer& to
 }
 
 // A scheduler of n_seq sequences of n_ctx positions on 2 threads.
-server::SchedulerOptions pool_of(int n_seq, int n_ctx) {
-  server::SchedulerOptions so;
+engine::SchedulerOptions pool_of(int n_seq, int n_ctx) {
+  engine::SchedulerOptions so;
   so.n_seq = n_seq;
   so.n_ctx = n_ctx;
   so.n_threads = 2;
@@ -53,8 +54,8 @@ server::SchedulerOptions pool_of(int n_seq, int n_ctx) {
 }
 
 // A greedy request for `prompt`, tokenized as the server does.
-server::GenRequest greedy(const test::LoadedModel& lm, const std::string& prompt) {
-  server::GenRequest r;
+engine::GenRequest greedy(const test::LoadedModel& lm, const std::string& prompt) {
+  engine::GenRequest r;
   r.prompt = lm.tok->encode(prompt, true, true);
   r.sampling.temperature = 0;
   return r;
@@ -63,17 +64,17 @@ server::GenRequest greedy(const test::LoadedModel& lm, const std::string& prompt
 TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so = pool_of(3, 256);  // four requests: one waits for a slot
+  engine::SchedulerOptions so = pool_of(3, 256);  // four requests: one waits for a slot
   so.prefill_chunk = 7;  // prompts are prefilled in several chunks, next to running decodes
-  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
 
   const std::vector<std::string> prompts = {"The capital of France is", "Once upon a time, in a land far away,",
                                             "def fibonacci(n):", "1, 2, 3, 4,"};
   const int n_gen = 12;
-  std::vector<std::shared_ptr<server::Handle>> handles;
+  std::vector<std::shared_ptr<engine::Handle>> handles;
   std::vector<std::vector<int32_t>> ids;
   for (const auto& p : prompts) {
-    server::GenRequest r = greedy(lm, p);
+    engine::GenRequest r = greedy(lm, p);
     r.max_tokens = n_gen;
     r.ignore_eos = true;
     ids.push_back(r.prompt);
@@ -81,14 +82,14 @@ TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
     ASSERT_TRUE(handles.back());
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const server::Handle::Update u = handles[i]->wait_all();
+    const engine::Handle::Update u = handles[i]->wait_all();
     EXPECT_EQ(u.finish_reason, "length");
     EXPECT_EQ(u.text, session_greedy(*lm.model, *lm.tok, ids[i], n_gen)) << prompts[i];
-    const server::Timings t = handles[i]->timings();
+    const engine::Timings t = handles[i]->timings();
     EXPECT_EQ(t.completion_tokens, n_gen);
     EXPECT_EQ(t.prompt_tokens, int(ids[i].size()));
   }
-  const server::Gauges g = sched.gauges();
+  const engine::Gauges g = sched.gauges();
   EXPECT_EQ(g.running, 0);
   EXPECT_EQ(g.waiting, 0);
   EXPECT_EQ(g.kv_blocks_used, 0);
@@ -97,17 +98,17 @@ TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
 TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so = pool_of(1, 128);
+  engine::SchedulerOptions so = pool_of(1, 128);
   so.max_queue = 1;
-  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
 
-  server::GenRequest r = greedy(lm, "The capital of France is");
+  engine::GenRequest r = greedy(lm, "The capital of France is");
   r.max_tokens = 16;
   const std::string full = session_greedy(*lm.model, *lm.tok, r.prompt, 16);
   const size_t dot = full.find('.');
   ASSERT_NE(dot, std::string::npos) << full;
   r.stop = {"."};
-  server::Handle::Update u = sched.submit(r)->wait_all();
+  engine::Handle::Update u = sched.submit(r)->wait_all();
   EXPECT_EQ(u.finish_reason, "stop");
   EXPECT_EQ(u.text, full.substr(0, dot));
 
@@ -124,7 +125,7 @@ TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
   EXPECT_FALSE(sched.submit(r));
   a->cancel();
   b->cancel();
-  const std::optional<server::Handle::Update> ua = a->wait_all_for(10s);
+  const std::optional<engine::Handle::Update> ua = a->wait_all_for(10s);
   ASSERT_TRUE(ua);
   EXPECT_EQ(ua->finish_reason, "cancelled");
   EXPECT_EQ(b->wait_all().finish_reason, "cancelled");
@@ -138,24 +139,24 @@ TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {
 TEST(ServerScheduler, PrefixCacheReusesBlocksWithIdenticalOutput) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so = pool_of(2, 256);
+  engine::SchedulerOptions so = pool_of(2, 256);
   so.prefill_chunk = 32;
-  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
 
   const std::string system = "You are a careful assistant. Answer briefly, in plain words, and cite no sources. ";
   auto request = [&](const std::string& question) {
-    server::GenRequest r = greedy(lm, system + system + question);
+    engine::GenRequest r = greedy(lm, system + system + question);
     r.max_tokens = 8;
     r.ignore_eos = true;
     return r;
   };
-  const server::GenRequest first = request("What is the capital of France?");
-  const server::GenRequest second = request("Name a large animal.");
+  const engine::GenRequest first = request("What is the capital of France?");
+  const engine::GenRequest second = request("Name a large animal.");
   ASSERT_GT(first.prompt.size(), 40u);
   size_t common = 0;
   while (first.prompt[common] == second.prompt[common]) ++common;
 
-  const server::Handle::Update cold = sched.submit(first)->wait_all();
+  const engine::Handle::Update cold = sched.submit(first)->wait_all();
   auto again = sched.submit(first);
   EXPECT_EQ(again->wait_all().text, cold.text);
   EXPECT_EQ(again->timings().cached_tokens, int((first.prompt.size() - 1) / 16 * 16));
@@ -166,7 +167,7 @@ TEST(ServerScheduler, PrefixCacheReusesBlocksWithIdenticalOutput) {
   EXPECT_EQ(other->timings().cached_tokens, int(common / 16 * 16));
   EXPECT_GT(common / 16, 0u);
 
-  const server::Gauges g = sched.gauges();
+  const engine::Gauges g = sched.gauges();
   EXPECT_EQ(g.kv_blocks_used, 0);
   EXPECT_GT(g.kv_blocks_cached, 0);
   EXPECT_EQ(g.prefix_lookups, 3);
@@ -178,13 +179,13 @@ TEST(ServerScheduler, PrefixCacheReusesBlocksWithIdenticalOutput) {
 TEST(ServerScheduler, BoundedKvPoolQueuesRequests) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so = pool_of(4, 64);
+  engine::SchedulerOptions so = pool_of(4, 64);
   so.kv_blocks = 6;  // room for two budgets of 3 blocks (about 45 tokens) at a time
-  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
-  server::GenRequest r = greedy(lm, "Once upon a time");
+  engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
+  engine::GenRequest r = greedy(lm, "Once upon a time");
   r.max_tokens = 40;
   r.ignore_eos = true;
-  std::vector<std::shared_ptr<server::Handle>> hs;
+  std::vector<std::shared_ptr<engine::Handle>> hs;
   for (int i = 0; i < 3; ++i) hs.push_back(sched.submit(r));
   const std::string want = session_greedy(*lm.model, *lm.tok, r.prompt, 40);
   for (auto& h : hs) EXPECT_EQ(h->wait_all().text, want);
@@ -210,12 +211,12 @@ server::ApiError parse_error(server::Endpoint ep, const std::string& body) {
 TEST(ServerScheduler, LogprobsAreTheModelsDistribution) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::Scheduler sched(*lm.model, *lm.tok, pool_of(2, 128), metrics);
-  server::GenRequest r = greedy(lm, "The capital of France is");
+  engine::ServingEngine sched(*lm.model, *lm.tok, pool_of(2, 128), metrics);
+  engine::GenRequest r = greedy(lm, "The capital of France is");
   r.max_tokens = 10;
   r.ignore_eos = true;
   r.logprobs = 3;
-  const server::Handle::Update u = sched.submit(r)->wait_all();
+  const engine::Handle::Update u = sched.submit(r)->wait_all();
   ASSERT_EQ(u.logprobs.size(), 10u);
 
   engine::SessionOptions o;
@@ -248,17 +249,17 @@ TEST(ServerScheduler, LogprobsAreTheModelsDistribution) {
 TEST(ServerScheduler, EchoScoresThePrompt) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so = pool_of(2, 256);
+  engine::SchedulerOptions so = pool_of(2, 256);
   so.prefill_chunk = 16;  // the prompt's rows come from several chunks
-  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
+  engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
   const std::string text =
       "The quick brown fox jumps over the lazy dog. Then the dog, not at all lazy, chased the fox back into the "
       "woods, where the two of them sat down by the river and watched the sun go down behind the hills.";
-  server::GenRequest r = greedy(lm, text);
+  engine::GenRequest r = greedy(lm, text);
   ASSERT_GT(r.prompt.size(), 32u);  // two full blocks the prefix cache can hold
   r.max_tokens = 4;
   r.ignore_eos = true;
-  const server::Handle::Update plain = sched.submit(r)->wait_all();  // leaves the prompt's blocks cached
+  const engine::Handle::Update plain = sched.submit(r)->wait_all();  // leaves the prompt's blocks cached
 
   engine::SessionOptions o;
   o.n_ctx = 256;
@@ -271,7 +272,7 @@ TEST(ServerScheduler, EchoScoresThePrompt) {
   for (int max_tokens : {0, 4}) {
     r.max_tokens = max_tokens;
     auto h = sched.submit(r);
-    const server::Handle::Update u = h->wait_all();
+    const engine::Handle::Update u = h->wait_all();
     EXPECT_EQ(u.finish_reason, "length");
     EXPECT_EQ(h->timings().cached_tokens, 0);
     EXPECT_EQ(h->timings().completion_tokens, max_tokens);
@@ -311,8 +312,8 @@ TEST(ServerScheduler, SpeculativeDecodingKeepsEveryToken) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   // No newline at the end: the model then continues the code itself.
   const std::string code = "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):";
-  std::vector<server::GenRequest> reqs;
-  auto add = [&](const std::string& prompt, int max_tokens) -> server::GenRequest& {
+  std::vector<engine::GenRequest> reqs;
+  auto add = [&](const std::string& prompt, int max_tokens) -> engine::GenRequest& {
     reqs.push_back(greedy(lm, prompt));
     reqs.back().max_tokens = max_tokens;
     reqs.back().ignore_eos = true;
@@ -320,7 +321,7 @@ TEST(ServerScheduler, SpeculativeDecodingKeepsEveryToken) {
   };
   add(code, 40).logprobs = 2;
   add("<li>apple</li>\n<li>banana</li>\n<li>cherry</li>\n<li>", 30);
-  server::GenRequest& sampled = add(code, 40);
+  engine::GenRequest& sampled = add(code, 40);
   // Sampled from the whole distribution (no top-p or min-p cut, which leave
   // this model's confident code one candidate), with a frequency penalty,
   // whose count of each token sees the kept drafts.
@@ -334,31 +335,31 @@ TEST(ServerScheduler, SpeculativeDecodingKeepsEveryToken) {
   add(code, 60).stop = {"/ b"};
 
   struct Out {
-    server::Handle::Update u;
-    server::Timings t;
+    engine::Handle::Update u;
+    engine::Timings t;
   };
-  auto run_all = [&](server::Scheduler& sched) {
-    std::vector<std::shared_ptr<server::Handle>> hs;
-    for (const server::GenRequest& r : reqs) {
+  auto run_all = [&](engine::ServingEngine& sched) {
+    std::vector<std::shared_ptr<engine::Handle>> hs;
+    for (const engine::GenRequest& r : reqs) {
       hs.push_back(sched.submit(r));
       EXPECT_TRUE(hs.back());
     }
     std::vector<Out> outs;
     for (auto& h : hs) {
-      server::Handle::Update u = h->wait_all();
+      engine::Handle::Update u = h->wait_all();
       outs.push_back({std::move(u), h->timings()});
     }
     return outs;
   };
-  server::SchedulerOptions so = pool_of(3, 256);  // five requests: two wait for a slot
+  engine::SchedulerOptions so = pool_of(3, 256);  // five requests: two wait for a slot
   so.prefill_chunk = 9;                            // prompts prefill next to running drafts
   server::Metrics plain_metrics;
-  server::Scheduler plain(*lm.model, *lm.tok, so, plain_metrics);
+  engine::ServingEngine plain(*lm.model, *lm.tok, so, plain_metrics);
   const std::vector<Out> want = run_all(plain);
 
   so.draft.max_tokens = 4;
   server::Metrics metrics;
-  server::Scheduler spec(*lm.model, *lm.tok, so, metrics);
+  engine::ServingEngine spec(*lm.model, *lm.tok, so, metrics);
   int drafted = 0, kept = 0;
   for (int round = 0; round < 2; ++round) {
     const std::vector<Out> got = run_all(spec);
@@ -441,9 +442,9 @@ TEST(ServerScheduler, JsonModeRepliesAreJsonObjects) {
       lm.tok->apply_chat({{"user", "What is the capital of France? Answer in JSON with the key \"answer\"."}});
   const std::string cat =
       lm.tok->apply_chat({{"user", "Describe a cat as JSON with the keys name, age and colors (a list)."}});
-  std::vector<server::GenRequest> reqs;
+  std::vector<engine::GenRequest> reqs;
   for (int i = 0; i < 4; ++i) {
-    server::GenRequest r;
+    engine::GenRequest r;
     r.prompt = lm.tok->encode(i == 0 ? capital : cat, true, true);
     r.max_tokens = 160;
     r.json_object = true;
@@ -454,12 +455,12 @@ TEST(ServerScheduler, JsonModeRepliesAreJsonObjects) {
   }
   auto run_all = [&](int draft) {
     server::Metrics metrics;
-    server::SchedulerOptions so = pool_of(4, 512);
+    engine::SchedulerOptions so = pool_of(4, 512);
     so.draft.max_tokens = draft;
-    server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
-    std::vector<std::shared_ptr<server::Handle>> hs;
+    engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
+    std::vector<std::shared_ptr<engine::Handle>> hs;
     for (const auto& r : reqs) hs.push_back(sched.submit(r));
-    std::vector<server::Handle::Update> out;
+    std::vector<engine::Handle::Update> out;
     for (auto& h : hs) out.push_back(h->wait_all());
     return out;
   };
@@ -555,10 +556,10 @@ TEST(ServerOpenAiApi, Errors) {
 TEST(ServerChoices, EachChoiceIsTheRequestWithItsOwnSeed) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  server::SchedulerOptions so = pool_of(2, 128);  // three choices: one waits for a slot
+  engine::SchedulerOptions so = pool_of(2, 128);  // three choices: one waits for a slot
   so.max_queue = 1;
-  server::Scheduler sched(*lm.model, *lm.tok, so, metrics);
-  server::GenRequest r = greedy(lm, "Once upon a time");
+  engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
+  engine::GenRequest r = greedy(lm, "Once upon a time");
   r.sampling.temperature = 1.0f;
   r.sampling.seed = 41;
   r.max_tokens = 12;
@@ -569,19 +570,19 @@ TEST(ServerChoices, EachChoiceIsTheRequestWithItsOwnSeed) {
   ASSERT_EQ(cs->size(), 3);
   std::vector<std::string> texts;
   for (int i = 0; i < 3; ++i) {
-    const std::optional<server::Handle::Update> u = cs->wait_for(i, 60s);
+    const std::optional<engine::Handle::Update> u = cs->wait_for(i, 60s);
     ASSERT_TRUE(u);
     EXPECT_EQ(u->finish_reason, "length");
     texts.push_back(u->text);
   }
   EXPECT_TRUE(cs->all_done());
   EXPECT_TRUE(texts[0] != texts[1] || texts[1] != texts[2]) << texts[0];
-  const server::Timings t = cs->timings();
+  const engine::Timings t = cs->timings();
   EXPECT_EQ(t.prompt_tokens, int(r.prompt.size()));
   EXPECT_EQ(t.completion_tokens, 36);
   EXPECT_EQ(t.sequences, 3);
   for (int i = 0; i < 3; ++i) {
-    server::GenRequest one = r;
+    engine::GenRequest one = r;
     one.sampling.seed = 41 + uint64_t(i);
     EXPECT_EQ(sched.submit(one)->wait_all().text, texts[size_t(i)]) << "choice " << i;
   }
@@ -695,8 +696,8 @@ TEST(ServerOpenAiApi, PenaltiesAndLogitBias) {
   }
   // A ban takes effect: the greedy pick of a prompt, banned, is not picked.
   server::Metrics metrics;
-  server::Scheduler sched(*lm.model, *lm.tok, pool_of(1, 64), metrics);
-  server::GenRequest g = greedy(lm, "The capital of France is");
+  engine::ServingEngine sched(*lm.model, *lm.tok, pool_of(1, 64), metrics);
+  engine::GenRequest g = greedy(lm, "The capital of France is");
   g.max_tokens = 1;
   g.ignore_eos = true;
   g.logprobs = 0;  // for the ids

@@ -1,0 +1,122 @@
+// Continuous batching, the deciding half: which requests run, and what goes
+// into each forward pass. It runs no model and samples nothing (that is
+// ServingEngine's, with the BatchRunner); it keeps the waiting queue, the
+// running sequences in their slots and the KV block pool, and turns them
+// into one StepPlan per pass:
+//  - a decode row for each running sequence, with its prompt-lookup drafts
+//    after it when speculative decoding is on (engine/speculative.h);
+//  - then chunks of the prompts still prefilling, prefill_chunk tokens in
+//    all (chunked prefill, so a long prompt does not stall running streams).
+// KV memory is a pool of 16-position blocks (kv::BlockManager). A request is
+// admitted only when the pool can give it blocks for its whole budget
+// (prompt + max_tokens, capped by the context), so a running sequence never
+// runs out; otherwise it waits in FIFO order and nothing overtakes it. At
+// admission the longest cached prefix of its prompt is mapped instead of
+// recomputed (prefix caching), and its own full blocks become reusable as
+// they fill.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine/ngram_draft.h"
+#include "engine/sequence.h"
+#include "kv/block_manager.h"
+#include "model/model.h"
+
+namespace kvlab::engine {
+
+struct SchedulerOptions {
+  int n_seq = 4;             // --parallel
+  int n_ctx = 2048;          // per sequence
+  int n_threads = 0;         // 0: all cores
+  int prefill_chunk = 128;   // prompt tokens per iteration (all prefilling sequences together)
+  int max_queue = 64;        // waiting requests beyond the slots; more: rejected
+  tensor::DType kv_type = tensor::DType::F16;
+  int kv_blocks = 0;         // KV pool size in 16-position blocks; 0: n_seq full contexts
+  // Speculative decoding (--draft): each decoding sequence's pass also
+  // carries up to draft.max_tokens prompt-lookup drafts, kept while they are
+  // what it samples, so its tokens are those of plain decoding.
+  DraftOptions draft;
+};
+// Fills in the defaults (threads, pool size) and checks the rest; throws
+// kvlab::Error.
+SchedulerOptions checked(SchedulerOptions o);
+// Rows one pass may carry: the prefill chunk plus every slot's decode row
+// and drafts.
+int max_pass_tokens(const SchedulerOptions& o);
+
+struct WaitingRequest {
+  GenRequest req;
+  std::shared_ptr<Handle> handle;
+  Clock::time_point arrival;
+};
+
+// One forward pass, and what each run of its logits rows is for: one row,
+// or with drafts one row for the fed token and one per draft.
+struct StepPlan {
+  struct Rows {
+    Sequence* seq;
+    int pos;         // the position whose logits the first row is
+    bool sample;     // the next token is sampled from it (else: a prompt token's logprob)
+    size_t first;    // its first logits row
+    int drafts = 0;  // rows after the first, those of seq->draft
+  };
+  std::vector<model::BatchEntry> batch;
+  std::vector<Rows> rows;
+  std::vector<std::pair<Sequence*, int>> advanced;  // positions each sequence's entries add
+  bool empty() const { return batch.empty(); }
+};
+
+class Scheduler {
+ public:
+  // Builds a running sequence for an admitted request; null when it cannot
+  // run (its error already reported), which frees the slot again.
+  using MakeSequence = std::function<std::unique_ptr<Sequence>(WaitingRequest&&, int slot, int reused)>;
+
+  // `cache` must be pooled and outlive the scheduler.
+  Scheduler(const SchedulerOptions& opt, kv::Cache& cache);
+
+  // Queues a request; false when the queue is full.
+  bool enqueue(WaitingRequest w);
+  size_t waiting() const { return waiting_.size(); }
+  int running() const { return running_.load(); }  // read by other threads
+  // Removes and returns the queued requests whose clients went away.
+  std::vector<WaitingRequest> take_cancelled();
+  // Every queued request (at shutdown).
+  std::deque<WaitingRequest> take_waiting() { return std::exchange(waiting_, {}); }
+  // Moves queued requests into free slots, in arrival order, while the KV
+  // pool has blocks for them.
+  void admit(const MakeSequence& make);
+
+  // The next pass.
+  StepPlan schedule();
+  // After the pass: the sequences' new positions are in the cache.
+  void advance(const StepPlan& plan);
+  // After rejected drafts: the sequence keeps n_past positions.
+  void truncate(Sequence& s);
+  // Frees the sequence's slot and blocks (destroys it).
+  void release(Sequence& s);
+
+  const std::vector<std::unique_ptr<Sequence>>& slots() const { return slots_; }
+  kv::BlockManager::Stats kv_stats() const { return blocks_.stats(); }
+
+ private:
+  void add_decode_rows(Sequence& s, StepPlan& plan);
+  // Returns the prompt tokens taken from the chunk budget.
+  int add_prefill_rows(Sequence& s, int budget, StepPlan& plan);
+
+  SchedulerOptions opt_;
+  kv::Cache& cache_;
+  kv::BlockManager blocks_;
+  std::deque<WaitingRequest> waiting_;
+  std::vector<std::unique_ptr<Sequence>> slots_;  // index = slot; null when free
+  std::atomic<int> running_{0};
+  size_t n_rows_ = 0;  // logits rows of the plan being built
+};
+
+}  // namespace kvlab::engine
