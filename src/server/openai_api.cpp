@@ -92,6 +92,19 @@ json logprobs_json(const ParsedRequest& r, const std::vector<TokenLogprobs>& lps
           {"text_offset", offsets}};
 }
 
+namespace {
+
+// The fields every completion object and chunk starts with.
+json envelope(const ParsedRequest& r, const std::string& id, int64_t created, const char* object) {
+  return {{"id", id}, {"object", object}, {"created", created}, {"model", r.model}, {"system_fingerprint", "kvlab"}};
+}
+
+const char* chunk_object(const ParsedRequest& r) {
+  return r.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
+}
+
+}  // namespace
+
 json completion_response(const ParsedRequest& r, const std::string& id, int64_t created,
                          const std::vector<Choice>& choices, const Timings& t) {
   json list = json::array();
@@ -104,14 +117,11 @@ json completion_response(const ParsedRequest& r, const std::string& id, int64_t 
       choice["text"] = c.text;
     list.push_back(std::move(choice));
   }
-  return {{"id", id},
-          {"object", r.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion"},
-          {"created", created},
-          {"model", r.model},
-          {"system_fingerprint", "kvlab"},
-          {"choices", list},
-          {"usage", usage_json(t)},
-          {"timings", timings_json(t)}};
+  json out = envelope(r, id, created, r.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion");
+  out["choices"] = list;
+  out["usage"] = usage_json(t);
+  out["timings"] = timings_json(t);
+  return out;
 }
 
 json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index, const std::string& text,
@@ -126,25 +136,18 @@ json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created
   } else {
     choice["text"] = text;
   }
-  json c = {{"id", id},
-            {"object", r.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion"},
-            {"created", created},
-            {"model", r.model},
-            {"system_fingerprint", "kvlab"},
-            {"choices", json::array({choice})}};
+  json c = envelope(r, id, created, chunk_object(r));
+  c["choices"] = json::array({choice});
   if (r.include_usage) c["usage"] = nullptr;
   return c;
 }
 
 json usage_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const Timings& t) {
-  return {{"id", id},
-          {"object", r.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", created},
-          {"model", r.model},
-          {"system_fingerprint", "kvlab"},
-          {"choices", json::array()},
-          {"usage", usage_json(t)},
-          {"timings", timings_json(t)}};
+  json c = envelope(r, id, created, chunk_object(r));
+  c["choices"] = json::array();
+  c["usage"] = usage_json(t);
+  c["timings"] = timings_json(t);
+  return c;
 }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
