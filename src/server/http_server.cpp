@@ -9,8 +9,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "perf/hardware.h"
-#include "perf/model_catalog.h"
 #include "server/choices.h"
 #include "server/lab.h"
 #include "server/openai_api.h"
@@ -26,12 +24,15 @@ using nlohmann::json;
 
 namespace {
 
-void send_error(httplib::Response& res, const ApiError& e) {
+using Req = httplib::Request;
+using Res = httplib::Response;
+
+void send_error(Res& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(dump(e.body()), "application/json");
 }
 
-void send_error(httplib::Response& res, int status, std::string message, std::string type, std::string code,
+void send_error(Res& res, int status, std::string message, std::string type, std::string code,
                 std::string param = {}) {
   ApiError e;
   e.status = status;
@@ -42,23 +43,6 @@ void send_error(httplib::Response& res, int status, std::string message, std::st
   send_error(res, e);
 }
 
-// The names the page offers for /api/simulate and /api/diagnose.
-std::string catalog() {
-  json models = json::array(), hardware = json::array();
-  for (const perf::ModelEntry& m : perf::model_catalog())
-    models.push_back({{"id", m.id}, {"name", m.config.name}, {"layers", m.config.n_layer}});
-  for (const perf::Hardware& h : perf::hardware_catalog())
-    hardware.push_back({{"id", h.id}, {"name", h.name}, {"kind", perf::hw_kind_name(h.kind)}});
-  return dump(json{{"models", models},
-                   {"hardware", hardware},
-                   {"defaults", {{"model", "llama-3.1-8b"}, {"hw", "h100"}}}});
-}
-
-// Chart.js from Debian's libjs-chart.js (3.9, whose UMD build defines
-// window.Chart), read at each request rather than embedded: the package owns
-// and updates it, and the page says so when it is not installed.
-constexpr const char* kChartJs = "/usr/share/javascript/chart.js/chart.min.js";
-
 std::string status_message(int status) {
   switch (status) {
     case 400: return "bad request";
@@ -68,6 +52,156 @@ std::string status_message(int status) {
     case 414: return "request URI too long";
     default: return "HTTP error " + std::to_string(status);
   }
+}
+
+// httplib's own errors (no route, body too large, ...) in the API's error shape.
+httplib::Server::HandlerResponse error_page(const Req&, Res& res) {
+  if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+  const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
+  const std::string code = res.status == 413 ? "payload_too_large" : res.status == 404 ? "not_found" : "";
+  send_error(res, res.status, status_message(res.status), type, code);
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+void exception_page(const Req&, Res& res, std::exception_ptr ep) {
+  std::string what = "internal error";
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  send_error(res, 500, what, "server_error", "internal_error");
+}
+
+// What `parse` returns, or nullopt once the ApiException it threw is answered.
+template <class Parse>
+auto parsed(Res& res, Parse&& parse) -> std::optional<decltype(parse())> {
+  try {
+    return parse();
+  } catch (const ApiException& e) {
+    send_error(res, e.err);
+    return std::nullopt;
+  }
+}
+
+// Answers with the JSON text `body` returns, or with the ApiException it threw.
+template <class Body>
+void json_reply(Res& res, Body&& body) {
+  try {
+    res.set_content(body(), "application/json");
+  } catch (const ApiException& e) {
+    send_error(res, e.err);
+  }
+}
+
+// The perf endpoints also throw kvlab::Error for a value out of range.
+void perf_reply(std::string (*fn)(const std::string&), const Req& req, Res& res) {
+  try {
+    json_reply(res, [&] { return fn(req.body); });
+  } catch (const Error& e) {
+    send_error(res, 400, e.what(), "invalid_request_error", "invalid_value");
+  }
+}
+
+json model_object(const std::string& model_id) {
+  return {{"id", model_id}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "kvlab"}};
+}
+
+// Choice i's whole answer; nullopt (and the choices cancelled) when the client
+// goes first: the scheduler then frees the slots and KV blocks at its next step.
+std::optional<Handle::Update> await_choice(Choices& cs, int i, PeerWatch& peer) {
+  std::optional<Handle::Update> u;
+  while (!(u = cs.wait_for(i, std::chrono::milliseconds(100)))) {
+    if (peer.gone()) {
+      cs.cancel();
+      return std::nullopt;
+    }
+  }
+  return u;
+}
+
+// A non-streaming completion. Nothing is written until it is done, so the
+// client's disconnect is looked for here (server/peer_watch.h), every 100 ms.
+void reply_when_done(const Req& req, Res& res, const ParsedRequest& pr, Choices& cs, const std::string& id,
+                     int64_t created) {
+  PeerWatch peer(req.remote_addr, req.remote_port);
+  std::vector<Choice> done;
+  for (int i = 0; i < cs.size(); ++i) {
+    std::optional<Handle::Update> u = await_choice(cs, i, peer);
+    if (!u) return;
+    if (u->finish_reason == "error") {
+      cs.cancel();
+      send_error(res, 500, u->error, "server_error", "generation_failed");
+      return;
+    }
+    done.push_back({std::move(u->text), u->finish_reason, std::move(u->logprobs)});
+  }
+  res.set_content(dump(completion_response(pr, id, created, done, cs.timings())), "application/json");
+}
+
+// The right to run a live measurement: one at a time, since two would share
+// the cores and time each other rather than the engine. The lease clears the
+// busy flag when released or when its last copy goes (a race whose client
+// left). A race releases it before its stream's last chunk: httplib drops the
+// stream's provider only after that chunk is out, by when the client may have
+// asked again. Released once: a later measurement's lease must not be cleared
+// by this one's last copy going.
+class LabLease {
+ public:
+  // nullptr while another measurement holds the lease.
+  static std::shared_ptr<LabLease> acquire(std::atomic<bool>& busy) {
+    if (busy.exchange(true)) return nullptr;
+    return std::make_shared<LabLease>(busy);
+  }
+  explicit LabLease(std::atomic<bool>& busy) : busy_(busy) {}
+  ~LabLease() { release(); }
+  void release() {
+    if (held_.exchange(false)) busy_.store(false);
+  }
+
+ private:
+  std::atomic<bool>& busy_;
+  std::atomic<bool> held_{true};
+};
+
+void refuse_lab_busy(Res& res) {
+  res.set_header("Retry-After", "5");
+  send_error(res, 503, "another race or phases run is measuring; retry when it ends", "server_error", "server_busy");
+}
+
+LabLimits lab_limits(const SchedulerOptions& s) { return LabLimits{s.n_ctx, s.n_threads, s.kv_type}; }
+
+void serve_asset(const std::string& name, Res& res) {
+  for (const WebAsset& a : web_assets())
+    if (a.name == name) {
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_content(std::string(a.body), std::string(a.content_type));
+      return;
+    }
+  res.status = 404;
+}
+
+// Chart.js from Debian's libjs-chart.js (3.9, whose UMD build defines
+// window.Chart), read at each request rather than embedded: the package owns
+// and updates it, and the page says so when it is not installed.
+constexpr const char* kChartJs = "/usr/share/javascript/chart.js/chart.min.js";
+
+void serve_chart_js(Res& res) {
+  res.set_header("X-Content-Type-Options", "nosniff");
+  std::ifstream in(kChartJs, std::ios::binary);
+  if (!in) {
+    res.status = 404;
+    res.set_content(std::string("/* Chart.js is not installed on the server (") + kChartJs +
+                        "): install Debian's libjs-chart.js */\n",
+                    "text/javascript; charset=utf-8");
+    return;
+  }
+  std::ostringstream body;
+  body << in.rdbuf();
+  res.set_header("Cache-Control", "max-age=3600");
+  res.set_content(body.str(), "text/javascript; charset=utf-8");
 }
 
 }  // namespace
@@ -118,308 +252,169 @@ void HttpServer::set_model(const model::Model& model, const tokenizer::Tokenizer
 }
 
 void HttpServer::routes() {
-  httplib::Server& s = *svr_;
+  svr_->set_error_handler(httplib::Server::HandlerWithResponse(&error_page));
+  svr_->set_exception_handler(&exception_page);
+  status_routes();
+  openai_routes();
+  perf_routes();
+  tokenize_routes();
+  lab_routes();
+  web_routes();
+}
 
-  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
-    const std::string code = res.status == 413 ? "payload_too_large" : res.status == 404 ? "not_found" : "";
-    send_error(res, res.status, status_message(res.status), type, code);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send_error(res, 500, what, "server_error", "internal_error");
-  });
+bool HttpServer::authorized(const Req& req, Res& res) const {
+  if (opt_.api_key.empty()) return true;
+  if (req.get_header_value("Authorization") == "Bearer " + opt_.api_key) return true;
+  send_error(res, 401, req.has_header("Authorization") ? "Incorrect API key provided" : "Missing API key",
+             "invalid_request_error", "invalid_api_key");
+  return false;
+}
 
-  auto authorized = [this](const httplib::Request& req, httplib::Response& res) {
-    if (opt_.api_key.empty()) return true;
-    if (req.get_header_value("Authorization") == "Bearer " + opt_.api_key) return true;
-    send_error(res, 401, req.has_header("Authorization") ? "Incorrect API key provided" : "Missing API key",
-               "invalid_request_error", "invalid_api_key");
-    return false;
-  };
+bool HttpServer::model_ready(Res& res) const {
+  if (ready_) return true;
+  res.set_header("Retry-After", "1");
+  send_error(res, 503, "the model is still loading", "server_error", "model_loading");
+  return false;
+}
 
-  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (!ready_) {
-      res.status = 503;
-      res.set_content(R"({"status":"loading model"})", "application/json");
-      return;
-    }
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
+// --- /health, /metrics, /v1/models ---
 
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+void HttpServer::status_routes() {
+  svr_->Get("/health", [this](const Req&, Res& res) { health(res); });
+  svr_->Get("/metrics", [this](const Req&, Res& res) {
     res.set_content(metrics_.render(), "text/plain; version=0.0.4");
   });
+  svr_->Get("/v1/models", [this](const Req& req, Res& res) { list_models(req, res); });
+  svr_->Get(R"(/v1/models/(.+))", [this](const Req& req, Res& res) { describe_model(req, res); });
+}
 
-  s.Get("/v1/models", [this, authorized](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req, res)) return;
-    json m = {{"id", opt_.model_id}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "kvlab"}};
-    if (ready_) m["meta"] = {{"n_ctx", opt_.sched.n_ctx}, {"n_params", model_->n_params()}, {"slots", opt_.sched.n_seq}};
-    res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
-  });
+void HttpServer::health(Res& res) const {
+  if (!ready_) {
+    res.status = 503;
+    res.set_content(R"({"status":"loading model"})", "application/json");
+    return;
+  }
+  res.set_content(R"({"status":"ok"})", "application/json");
+}
 
-  s.Get(R"(/v1/models/(.+))", [this, authorized](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req, res)) return;
-    const std::string name = req.matches[1];
-    if (!model_matches(name, opt_.model_id)) {
-      send_error(res, 404, "The model '" + name + "' does not exist", "invalid_request_error", "model_not_found",
-                 "model");
-      return;
-    }
-    res.set_content(
-        dump(json{{"id", opt_.model_id}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "kvlab"}}),
-        "application/json");
-  });
+void HttpServer::list_models(const Req& req, Res& res) const {
+  if (!authorized(req, res)) return;
+  json m = model_object(opt_.model_id);
+  if (ready_) m["meta"] = {{"n_ctx", opt_.sched.n_ctx}, {"n_params", model_->n_params()}, {"slots", opt_.sched.n_seq}};
+  res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+}
 
-  auto generate = [this, authorized](Endpoint ep) {
-    return [this, authorized, ep](const httplib::Request& req, httplib::Response& res) {
-      if (!authorized(req, res)) return;
-      if (!ready_) {
-        res.set_header("Retry-After", "1");
-        send_error(res, 503, "the model is still loading", "server_error", "model_loading");
-        return;
-      }
-      auto pr = std::make_shared<ParsedRequest>();
-      try {
-        *pr = parse_request(ep, req.body, *tok_, ApiLimits{opt_.model_id, opt_.sched.n_ctx});
-      } catch (const ApiException& e) {
-        send_error(res, e.err);
-        return;
-      }
-      auto choices = std::make_shared<std::optional<Choices>>(Choices::submit(*sched_, pr->gen, pr->n));
-      if (!*choices) {
-        metrics_.request_rejected();
-        res.set_header("Retry-After", "1");
-        send_error(res, 503, "all slots are busy and the queue is full; retry later", "server_error", "server_busy");
-        return;
-      }
-      Choices& cs = **choices;
-      const std::string id = new_id(ep);
-      const int64_t created = unix_now();
-      if (!pr->stream) {
-        // Nothing is written until the completion is done, so the client's
-        // disconnect is looked for here (server/peer_watch.h), every 100 ms.
-        PeerWatch peer(req.remote_addr, req.remote_port);
-        std::vector<Choice> done;
-        for (int i = 0; i < cs.size(); ++i) {
-          std::optional<Handle::Update> u;
-          while (!(u = cs.wait_for(i, std::chrono::milliseconds(100)))) {
-            if (peer.gone()) {
-              cs.cancel();  // the scheduler frees the slots and KV blocks at its next step
-              return;
-            }
-          }
-          if (u->finish_reason == "error") {
-            cs.cancel();
-            send_error(res, 500, u->error, "server_error", "generation_failed");
-            return;
-          }
-          done.push_back({std::move(u->text), u->finish_reason, std::move(u->logprobs)});
-        }
-        res.set_content(dump(completion_response(*pr, id, created, done, cs.timings())), "application/json");
-        return;
-      }
-      res.set_header("Cache-Control", "no-cache");
-      res.set_header("X-Accel-Buffering", "no");
-      auto sent_roles = std::make_shared<bool>(false);
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [pr, choices, id, created, sent_roles](size_t, httplib::DataSink& sink) {
-            Choices& cs = **choices;
-            auto write = [&](const std::string& s) {
-              if (sink.write(s.data(), s.size())) return true;
-              cs.cancel();
-              return false;
-            };
-            if (pr->endpoint == Endpoint::Chat && !*sent_roles) {
-              *sent_roles = true;
-              for (int i = 0; i < cs.size(); ++i)
-                if (!write(sse::event(dump(stream_chunk(*pr, id, created, i, "", "", true))))) return false;
-              return true;
-            }
-            const auto news = cs.next(std::chrono::milliseconds(100));
-            if (!news) return true;  // nothing yet; httplib calls again
-            const auto& [i, u] = *news;
-            if ((!u.text.empty() || !u.logprobs.empty()) &&
-                !write(sse::event(dump(stream_chunk(*pr, id, created, i, u.text, "", false, u.logprobs)))))
-              return false;
-            if (!u.done) return true;
-            if (u.finish_reason == "error") {
-              // One failed choice ends the stream: the error, then [DONE].
-              cs.cancel();
-              ApiError e{500, u.error, "server_error", "", "generation_failed"};
-              if (!write(sse::event(dump(e.body())))) return false;
-            } else {
-              if (!write(sse::event(dump(stream_chunk(*pr, id, created, i, "", u.finish_reason, false))))) return false;
-              if (!cs.all_done()) return true;
-              if (pr->include_usage && !write(sse::event(dump(usage_chunk(*pr, id, created, cs.timings())))))
-                return false;
-            }
-            if (!write(sse::done())) return false;
-            sink.done();
-            return true;
-          },
-          [choices](bool success) {
-            if (!success) (*choices)->cancel();
-          });
-    };
-  };
+void HttpServer::describe_model(const Req& req, Res& res) const {
+  if (!authorized(req, res)) return;
+  const std::string name = req.matches[1];
+  if (!model_matches(name, opt_.model_id)) {
+    send_error(res, 404, "The model '" + name + "' does not exist", "invalid_request_error", "model_not_found", "model");
+    return;
+  }
+  res.set_content(dump(model_object(opt_.model_id)), "application/json");
+}
 
-  s.Post("/v1/completions", generate(Endpoint::Completions));
-  s.Post("/v1/chat/completions", generate(Endpoint::Chat));
-  s.Post("/completions", generate(Endpoint::Completions));
-  s.Post("/chat/completions", generate(Endpoint::Chat));
+// --- the OpenAI completions ---
 
-  auto perf_route = [authorized](std::string (*fn)(const std::string&)) {
-    return [authorized, fn](const httplib::Request& req, httplib::Response& res) {
-      if (!authorized(req, res)) return;
-      try {
-        res.set_content(fn(req.body), "application/json");
-      } catch (const ApiException& e) {
-        send_error(res, e.err);
-      } catch (const Error& e) {
-        send_error(res, 400, e.what(), "invalid_request_error", "invalid_value");
-      }
-    };
-  };
-  s.Post("/api/simulate", perf_route(&simulate_request));
-  s.Post("/api/diagnose", perf_route(&diagnose_request));
-  s.Get("/api/catalog", [authorized](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req, res)) return;
-    res.set_content(catalog(), "application/json");
-  });
+void HttpServer::openai_routes() {
+  for (auto [path, ep] : {std::pair{"/v1/completions", Endpoint::Completions},
+                          std::pair{"/v1/chat/completions", Endpoint::Chat},
+                          std::pair{"/completions", Endpoint::Completions},
+                          std::pair{"/chat/completions", Endpoint::Chat}})
+    svr_->Post(path, [this, ep](const Req& req, Res& res) { complete(ep, req, res); });
+}
 
-  // The live measurements: loaded model, valid arguments, and no other
-  // measurement running. The lease clears lab_busy_ when released or when
-  // its last copy goes (a race whose client left). A race releases it
-  // before its stream's last chunk: httplib drops the stream's provider only
-  // after that chunk is out, by when the client may have asked again.
-  // Released once: a later measurement's lease must not be cleared by this
-  // one's last copy going.
-  struct LabLease {
-    explicit LabLease(std::atomic<bool>* b) : busy(b) {}
-    ~LabLease() { release(); }
-    void release() {
-      if (held.exchange(false)) busy->store(false);
-    }
-    std::atomic<bool>* busy;
-    std::atomic<bool> held{true};
-  };
-  auto lab_lease = [this]() -> std::shared_ptr<LabLease> {
-    if (lab_busy_.exchange(true)) return nullptr;
-    return std::make_shared<LabLease>(&lab_busy_);
-  };
-  auto lab_ready = [this](httplib::Response& res) {
-    if (ready_) return true;
+void HttpServer::complete(Endpoint ep, const Req& req, Res& res) {
+  if (!authorized(req, res) || !model_ready(res)) return;
+  std::optional<ParsedRequest> pr =
+      parsed(res, [&] { return parse_request(ep, req.body, *tok_, ApiLimits{opt_.model_id, opt_.sched.n_ctx}); });
+  if (!pr) return;
+  std::optional<Choices> choices = Choices::submit(*sched_, pr->gen, pr->n);
+  if (!choices) {
+    metrics_.request_rejected();
     res.set_header("Retry-After", "1");
-    send_error(res, 503, "the model is still loading", "server_error", "model_loading");
-    return false;
-  };
-  // llama.cpp server's tokenizer routes (server/tokenize_api.h).
-  using TokenizerFn = std::string (*)(const std::string&, const tokenizer::Tokenizer&);
-  auto tokenizer_route = [this, authorized, lab_ready](TokenizerFn fn) {
-    return [this, authorized, lab_ready, fn](const httplib::Request& req, httplib::Response& res) {
-      if (!authorized(req, res) || !lab_ready(res)) return;
-      try {
-        res.set_content(fn(req.body, *tok_), "application/json");
-      } catch (const ApiException& e) {
-        send_error(res, e.err);
-      }
-    };
-  };
-  s.Post("/tokenize", tokenizer_route(&tokenize_request));
-  s.Post("/detokenize", tokenizer_route(&detokenize_request));
+    send_error(res, 503, "all slots are busy and the queue is full; retry later", "server_error", "server_busy");
+    return;
+  }
+  const std::string id = new_id(ep);
+  const int64_t created = unix_now();
+  if (pr->stream)
+    SseStream::start(res, std::move(*pr), std::move(*choices), id, created);
+  else
+    reply_when_done(req, res, *pr, *choices, id, created);
+}
 
-  auto lab_busy = [](httplib::Response& res) {
-    res.set_header("Retry-After", "5");
-    send_error(res, 503, "another race or phases run is measuring; retry when it ends", "server_error", "server_busy");
-  };
-  auto lab_limits = [this] { return LabLimits{opt_.sched.n_ctx, opt_.sched.n_threads, opt_.sched.kv_type}; };
+// --- /api/simulate, /api/diagnose, /api/catalog (server/perf_api.h) ---
 
-  s.Get("/api/race", [this, authorized, lab_lease, lab_ready, lab_busy, lab_limits](const httplib::Request& req,
-                                                                                     httplib::Response& res) {
-    if (!authorized(req, res) || !lab_ready(res)) return;
-    auto param = [&req](const char* name) {
-      return req.has_param(name) ? std::optional<std::string>(req.get_param_value(name)) : std::nullopt;
-    };
-    LabRequest lr;
-    try {
-      lr = parse_race(param("prompt"), param("n"), *tok_, lab_limits());
-    } catch (const ApiException& e) {
-      send_error(res, e.err);
-      return;
-    }
-    auto lease = lab_lease();
-    if (!lease) return lab_busy(res);
-    auto race = std::make_shared<Race>(*model_, *tok_, std::move(lr), lab_limits());
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    // One token per call, so a client that has gone (write fails) stops the
-    // race after at most the step in progress.
-    res.set_chunked_content_provider("text/event-stream", [race, lease](size_t, httplib::DataSink& sink) {
-      const std::string event = race->next();
-      if (race->done()) lease->release();  // the measurement is over; only the write is left
-      if (!sink.write(event.data(), event.size())) return false;
-      if (race->done()) sink.done();
-      return true;
+void HttpServer::perf_routes() {
+  for (auto [path, fn] : {std::pair{"/api/simulate", &simulate_request}, std::pair{"/api/diagnose", &diagnose_request}})
+    svr_->Post(path, [this, fn](const Req& req, Res& res) {
+      if (authorized(req, res)) perf_reply(fn, req, res);
     });
+  svr_->Get("/api/catalog", [this](const Req& req, Res& res) {
+    if (authorized(req, res)) res.set_content(catalog_response(), "application/json");
   });
+}
 
-  s.Post("/api/phases", [this, authorized, lab_lease, lab_ready, lab_busy, lab_limits](const httplib::Request& req,
-                                                                                        httplib::Response& res) {
-    if (!authorized(req, res) || !lab_ready(res)) return;
-    LabRequest lr;
-    try {
-      lr = parse_phases(req.body, *tok_, lab_limits());
-    } catch (const ApiException& e) {
-      send_error(res, e.err);
-      return;
-    }
-    const auto lease = lab_lease();
-    if (!lease) return lab_busy(res);
-    res.set_content(dump(run_phases(*model_, *tok_, lr, lab_limits())), "application/json");
-  });
+// --- llama.cpp server's /tokenize and /detokenize (server/tokenize_api.h) ---
 
-  // The page itself needs no API key (a browser cannot send one when it
-  // navigates); it asks for the key and sends it with its API calls.
-  auto asset = [](const std::string& name, httplib::Response& res) {
-    for (const WebAsset& a : web_assets())
-      if (a.name == name) {
-        res.set_header("Cache-Control", "no-cache");
-        res.set_header("X-Content-Type-Options", "nosniff");
-        res.set_content(std::string(a.body), std::string(a.content_type));
-        return;
-      }
-    res.status = 404;
+void HttpServer::tokenize_routes() {
+  using TokenizerFn = std::string (*)(const std::string&, const tokenizer::Tokenizer&);
+  for (auto [path, fn] : {std::pair<const char*, TokenizerFn>{"/tokenize", &tokenize_request},
+                          std::pair<const char*, TokenizerFn>{"/detokenize", &detokenize_request}})
+    svr_->Post(path, [this, fn](const Req& req, Res& res) {
+      if (authorized(req, res) && model_ready(res)) json_reply(res, [&] { return fn(req.body, *tok_); });
+    });
+}
+
+// --- the live measurements /api/race and /api/phases (server/lab.h) ---
+
+void HttpServer::lab_routes() {
+  svr_->Get("/api/race", [this](const Req& req, Res& res) { race(req, res); });
+  svr_->Post("/api/phases", [this](const Req& req, Res& res) { phases(req, res); });
+}
+
+void HttpServer::race(const Req& req, Res& res) {
+  if (!authorized(req, res) || !model_ready(res)) return;
+  auto param = [&req](const char* name) {
+    return req.has_param(name) ? std::optional<std::string>(req.get_param_value(name)) : std::nullopt;
   };
-  s.Get("/", [asset](const httplib::Request&, httplib::Response& res) { asset("index.html", res); });
-  s.Get("/static/chart.js", [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("X-Content-Type-Options", "nosniff");
-    std::ifstream in(kChartJs, std::ios::binary);
-    if (!in) {
-      res.status = 404;
-      res.set_content(std::string("/* Chart.js is not installed on the server (") + kChartJs +
-                          "): install Debian's libjs-chart.js */\n",
-                      "text/javascript; charset=utf-8");
-      return;
-    }
-    std::ostringstream body;
-    body << in.rdbuf();
-    res.set_header("Cache-Control", "max-age=3600");
-    res.set_content(body.str(), "text/javascript; charset=utf-8");
+  std::optional<LabRequest> lr =
+      parsed(res, [&] { return parse_race(param("prompt"), param("n"), *tok_, lab_limits(opt_.sched)); });
+  if (!lr) return;
+  auto lease = LabLease::acquire(lab_busy_);
+  if (!lease) return refuse_lab_busy(res);
+  auto race = std::make_shared<Race>(*model_, *tok_, std::move(*lr), lab_limits(opt_.sched));
+  // One token per call, so a client that has gone (write fails) stops the
+  // race after at most the step in progress.
+  sse::open(res, [race, lease](size_t, httplib::DataSink& sink) {
+    const std::string event = race->next();
+    if (race->done()) lease->release();  // the measurement is over; only the write is left
+    if (!sink.write(event.data(), event.size())) return false;
+    if (race->done()) sink.done();
+    return true;
   });
+}
+
+void HttpServer::phases(const Req& req, Res& res) {
+  if (!authorized(req, res) || !model_ready(res)) return;
+  std::optional<LabRequest> lr = parsed(res, [&] { return parse_phases(req.body, *tok_, lab_limits(opt_.sched)); });
+  if (!lr) return;
+  const auto lease = LabLease::acquire(lab_busy_);
+  if (!lease) return refuse_lab_busy(res);
+  res.set_content(dump(run_phases(*model_, *tok_, *lr, lab_limits(opt_.sched))), "application/json");
+}
+
+// --- the web page ---
+
+// The page itself needs no API key (a browser cannot send one when it
+// navigates); it asks for the key and sends it with its API calls.
+void HttpServer::web_routes() {
+  svr_->Get("/", [](const Req&, Res& res) { serve_asset("index.html", res); });
+  // Before the pattern below, which matches this path too.
+  svr_->Get("/static/chart.js", [](const Req&, Res& res) { serve_chart_js(res); });
   // Names only: the pattern admits no '/', and only embedded files are served.
-  s.Get(R"(/static/([A-Za-z0-9_-]+\.[a-z]+))", [asset](const httplib::Request& req, httplib::Response& res) {
-    asset(req.matches[1], res);
-  });
+  svr_->Get(R"(/static/([A-Za-z0-9_-]+\.[a-z]+))", [](const Req& req, Res& res) { serve_asset(req.matches[1], res); });
 }
 
 }  // namespace kvlab::server

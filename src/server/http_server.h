@@ -15,9 +15,13 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace kvlab::server {
+
+enum class Endpoint;  // server/openai_api.h
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -47,7 +51,28 @@ class HttpServer {
   void set_model(const model::Model& model, const tokenizer::Tokenizer& tok, int n_ctx);
 
  private:
+  // The routes, registered by group (the order matters where patterns
+  // overlap: httplib takes the first that matches).
   void routes();
+  void status_routes();
+  void openai_routes();
+  void perf_routes();
+  void tokenize_routes();
+  void lab_routes();
+  void web_routes();
+
+  // The checks before a handler's work; each answers the request itself
+  // (401, 503) and returns false when it fails.
+  bool authorized(const httplib::Request& req, httplib::Response& res) const;
+  bool model_ready(httplib::Response& res) const;
+
+  void health(httplib::Response& res) const;
+  void list_models(const httplib::Request& req, httplib::Response& res) const;
+  void describe_model(const httplib::Request& req, httplib::Response& res) const;
+  void complete(Endpoint ep, const httplib::Request& req, httplib::Response& res);
+  void race(const httplib::Request& req, httplib::Response& res);
+  void phases(const httplib::Request& req, httplib::Response& res);
+
   ServerOptions opt_;
   Metrics metrics_;
   std::unique_ptr<httplib::Server> svr_;

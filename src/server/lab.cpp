@@ -73,6 +73,37 @@ json phase_json(const char* name, const engine::PhaseWork& w, const std::optiona
   return j;
 }
 
+json phases_json(const engine::Attribution& a) {
+  json phases = json::array();
+  if (a.prefill.passes) phases.push_back(phase_json("prefill", a.prefill, a.prefill_verdict));
+  if (a.decode.passes) phases.push_back(phase_json("decode", a.decode, a.decode_verdict));
+  return phases;
+}
+
+json peaks_json(const engine::Attribution& a) {
+  if (!a.peaks) return nullptr;
+  return {{"flops", a.peaks->flops},
+          {"flops_kind", a.peaks->flops_kind},
+          {"bytes_per_s", a.peaks->bytes_per_s},
+          {"ridge", a.peaks->bytes_per_s > 0 ? a.peaks->flops / a.peaks->bytes_per_s : 0.0},
+          {"source", a.peaks->source}};
+}
+
+// A missing or unreadable profile leaves the verdicts out and says why in
+// `message`; the timeline is still worth showing.
+std::optional<perf::HwProfile> load_profile(std::string& message) {
+  try {
+    std::optional<perf::HwProfile> profile = engine::try_load_profile();
+    if (!profile)
+      message = "No hardware profile on the server yet: run `kvlab probe` (about 10 s) there to put this "
+                "run against the machine's measured peaks.";
+    return profile;
+  } catch (const std::exception& e) {
+    message = std::string("The hardware profile could not be read (") + e.what() + "): run `kvlab probe` again.";
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 LabRequest parse_race(const std::optional<std::string>& prompt, const std::optional<std::string>& n,
@@ -179,31 +210,10 @@ json run_phases(const model::Model& m, const tokenizer::Tokenizer& tok, const La
       });
   if (!tokens.empty()) tokens.back()["text"] = tokens.back()["text"].get<std::string>() + decoder.flush();
 
-  // A missing or unreadable profile leaves the verdicts out and says why; the
-  // timeline is still worth showing.
-  std::optional<perf::HwProfile> profile;
   std::string profile_message;
-  try {
-    profile = engine::try_load_profile();
-    if (!profile)
-      profile_message = "No hardware profile on the server yet: run `kvlab probe` (about 10 s) there to put this "
-                        "run against the machine's measured peaks.";
-  } catch (const std::exception& e) {
-    profile_message = std::string("The hardware profile could not be read (") + e.what() + "): run `kvlab probe` again.";
-  }
+  const std::optional<perf::HwProfile> profile = load_profile(profile_message);
   const engine::Attribution a =
       engine::attribute(session.trace(), m, session.cache().elem_bytes(), session.options().n_threads, profile);
-
-  json phases = json::array();
-  if (a.prefill.passes) phases.push_back(phase_json("prefill", a.prefill, a.prefill_verdict));
-  if (a.decode.passes) phases.push_back(phase_json("decode", a.decode, a.decode_verdict));
-  json peaks = nullptr;
-  if (a.peaks)
-    peaks = {{"flops", a.peaks->flops},
-             {"flops_kind", a.peaks->flops_kind},
-             {"bytes_per_s", a.peaks->bytes_per_s},
-             {"ridge", a.peaks->bytes_per_s > 0 ? a.peaks->flops / a.peaks->bytes_per_s : 0.0},
-             {"source", a.peaks->source}};
   json out = {{"prompt_tokens", r.prompt_tokens},
               {"kv_cache", req.kv_cache},
               {"threads", session.options().n_threads},
@@ -214,8 +224,8 @@ json run_phases(const model::Model& m, const tokenizer::Tokenizer& tok, const La
               {"total_ms", prev_ms},
               {"text", tok.decode(r.tokens)},
               {"tokens", tokens},
-              {"phases", phases},
-              {"peaks", peaks}};
+              {"phases", phases_json(a)},
+              {"peaks", peaks_json(a)}};
   if (!profile_message.empty()) out["profile_message"] = profile_message;
   return out;
 }

@@ -1,6 +1,7 @@
-// OpenAI-compatible request parsing/validation and response JSON, free of any
-// HTTP library: handlers turn an ApiError into the status and the
-// {"error":{"message","type","param","code"}} body.
+// OpenAI-compatible request parsing/validation (openai_request.cpp) and
+// response JSON (openai_api.cpp), free of any HTTP library: handlers turn an
+// ApiError into the status and the {"error":{"message","type","param","code"}}
+// body.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -90,4 +90,15 @@ std::string diagnose_request(const std::string& body) {
   return perf::render_diagnosis(result, perf::Format::Json);
 }
 
+std::string catalog_response() {
+  json models = json::array(), hardware = json::array();
+  for (const perf::ModelEntry& m : perf::model_catalog())
+    models.push_back({{"id", m.id}, {"name", m.config.name}, {"layers", m.config.n_layer}});
+  for (const perf::Hardware& h : perf::hardware_catalog())
+    hardware.push_back({{"id", h.id}, {"name", h.name}, {"kind", perf::hw_kind_name(h.kind)}});
+  return dump(json{{"models", models},
+                   {"hardware", hardware},
+                   {"defaults", {{"model", "llama-3.1-8b"}, {"hw", "h100"}}}});
+}
+
 }  // namespace kvlab::server

@@ -1,6 +1,6 @@
-// The bodies of POST /api/simulate and /api/diagnose, free of any HTTP
-// library: a JSON object of optional fields in, the simulator's or the
-// diagnosis's JSON report out. Throws ApiException for a body that is not a
+// The bodies of POST /api/simulate and /api/diagnose, and of GET /api/catalog
+// (the names they take), free of any HTTP library: a JSON object of optional
+// fields in, the simulator's or the diagnosis's JSON report out. Throws ApiException for a body that is not a
 // JSON object or a field of the wrong type, kvlab::Error for a value out of
 // range or an unknown name (both 400 at the handler).
 #pragma once
@@ -14,5 +14,7 @@ std::string simulate_request(const std::string& body);
 // Fields: ttft_ms, decode_tok_s, prompt_tokens, gen_tokens, no_kv_cache,
 // model, weights, kv, hw, target_ttft_ms, target_tok_s, answer (grades it).
 std::string diagnose_request(const std::string& body);
+// GET /api/catalog: the model and hardware ids the page offers for both.
+std::string catalog_response();
 
 }  // namespace kvlab::server
