@@ -170,7 +170,7 @@ void refuse_lab_busy(Res& res) {
   send_error(res, 503, "another race or phases run is measuring; retry when it ends", "server_error", "server_busy");
 }
 
-LabLimits lab_limits(const SchedulerOptions& s) { return LabLimits{s.n_ctx, s.n_threads, s.kv_type}; }
+LabLimits lab_limits(const engine::SchedulerOptions& s) { return LabLimits{s.n_ctx, s.n_threads, s.kv_type}; }
 
 void serve_asset(const std::string& name, Res& res) {
   for (const WebAsset& a : web_assets())
