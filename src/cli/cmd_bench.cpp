@@ -167,6 +167,125 @@ nlohmann::json row_json(const engine::BenchResult& r) {
   return j;
 }
 
+// The header every output form shares: where, when and with what it ran.
+nlohmann::json run_header(const BenchOptions& o, const std::optional<perf::HwProfile>& profile) {
+  nlohmann::json out;
+  out["machine"] = {{"cpu", kernels::cpu().model}, {"isa", kernels::isa_name(kernels::active_isa())},
+                    {"profile", profile ? nlohmann::json(profile->date) : nlohmann::json(nullptr)}};
+  out["commit"] = build_commit();
+  out["weights"] = o.mmap ? "mapped" : "resident (huge pages)";
+  out["compiler"] = build_compiler();
+  out["date"] = iso_date();
+  out["results"] = nlohmann::json::array();
+  return out;
+}
+
+// The tests for one thread count, KV type and depth: pp and pg tests per
+// batch size, then the tg tests.
+std::vector<engine::BenchTest> test_plan(const BenchOptions& o, const std::vector<std::pair<int, int>>& pg, int depth,
+                                         int threads, tensor::DType kv_type) {
+  std::vector<engine::BenchTest> tests;
+  for (int ub : o.ubatch) {
+    for (int p : o.n_prompt)
+      if (p > 0) tests.push_back({p, 0, depth, threads, !o.no_kv_cache, kv_type, ub});
+    for (const auto& [p, n] : pg) tests.push_back({p, n, depth, threads, !o.no_kv_cache, kv_type, ub});
+  }
+  // A tg test's passes are one token each: the batch size does not apply.
+  for (int n : o.n_gen)
+    if (n > 0) tests.push_back({0, n, depth, threads, !o.no_kv_cache, kv_type, o.ubatch.front()});
+  return tests;
+}
+
+// Runs every test on one model and appends its rows to `results`.
+void bench_model(const BenchOptions& o, const std::string& model_path, const std::vector<int>& threads,
+                 const std::vector<std::pair<int, int>>& pg, const std::optional<perf::HwProfile>& profile,
+                 nlohmann::json& results) {
+  const auto m = model::Model::load(resolve_model_path(model_path), residency(o.mmap));
+  const std::string dtypes = dtype_summary(m->file());
+  for (int t : threads)
+    for (const auto& kv : o.kv_types)
+      for (int d : o.depth)
+        for (const auto& test : test_plan(o, pg, d, t, *tensor::parse_dtype(kv))) {
+          std::fprintf(stderr, "kvlab bench: %s, %d threads, kv %s%s ...\n", test.name().c_str(), t, kv.c_str(),
+                       o.no_kv_cache ? " (no KV cache)" : "");
+          nlohmann::json j = row_json(engine::run_bench(*m, test, o.reps, profile, o.profile_stages));
+          j["model"] = m->file().path();
+          j["model_name"] = m->config().name;
+          j["model_bytes"] = m->file().file_size();
+          j["params"] = m->n_params();
+          j["dtypes"] = dtypes;
+          results.push_back(j);
+        }
+}
+
+void print_csv(const nlohmann::json& out) {
+  std::printf("model,dtypes,threads,n_ubatch,kv_cache,kv_type,test,mean_tok_s,stddev_tok_s,achieved_gflop_s,achieved_gb_s,"
+              "pct_of_peak_compute,pct_of_peak_bandwidth,commit,date,cpu\n");
+  for (const auto& r : out["results"])
+    std::printf("%s,\"%s\",%d,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%s,%s,\"%s\"\n",
+                r["model_name"].get<std::string>().c_str(), r["dtypes"].get<std::string>().c_str(),
+                r["threads"].get<int>(), r["n_ubatch"].get<int>(), r["kv_cache"].get<bool>(), r["kv_type"].get<std::string>().c_str(),
+                r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
+                r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(),
+                r.value("pct_of_peak_compute", 0.0), r.value("pct_of_peak_bandwidth", 0.0), build_commit(),
+                out["date"].get<std::string>().c_str(), kernels::cpu().model.c_str());
+}
+
+// A decode row's roofline cell: its share of peak bandwidth, of the
+// sustained bandwidth and, where it matters, of the cached working set.
+std::string decode_roofline(const nlohmann::json& r) {
+  char buf[256], sustained[64] = "", cached[96] = "";
+  if (r.contains("pct_of_sustained_bandwidth"))
+    std::snprintf(sustained, sizeof sustained, " (%.0f%% of %.1f sustained)",
+                  r["pct_of_sustained_bandwidth"].get<double>(), r["peak_sustained_gb_s"].get<double>());
+  // Shown where the step's bytes fit in the caches enough to matter.
+  if (r.contains("working_set_gb_s") && r["working_set_gb_s"].get<double>() > 1.1 * r["peak_gb_s"].get<double>())
+    std::snprintf(cached, sizeof cached, "; %.0f%% of the %.1f GB/s a working set this size reads at",
+                  r["pct_of_working_set_bandwidth"].get<double>(), r["working_set_gb_s"].get<double>());
+  std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s%s%s; %.1f MB/token; %s",
+                r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(), sustained, cached,
+                r["bytes_per_token"].get<double>() / 1e6, r["bound"].get<std::string>().c_str());
+  return buf;
+}
+
+std::string roofline_cell(const nlohmann::json& r) {
+  char buf[256];
+  if (r.contains("prefill_pct_of_peak_compute")) {
+    std::snprintf(buf, sizeof buf, "prefill %.0f%% of peak compute, decode %.0f%% of peak bandwidth",
+                  r["prefill_pct_of_peak_compute"].get<double>(), r["decode_pct_of_peak_bandwidth"].get<double>());
+    return buf;
+  }
+  if (!r.contains("bound")) return "run `kvlab probe` for peaks";
+  if (r["n_prompt"].get<int>() == 0) return decode_roofline(r);
+  std::snprintf(buf, sizeof buf, "%.0f%% of %.0f GOP/s %s; %s", r["pct_of_peak_compute"].get<double>(),
+                r["peak_gflop_s"].get<double>(), r["peak_kind"].get<std::string>().c_str(),
+                r["bound"].get<std::string>().c_str());
+  return buf;
+}
+
+void print_md(const BenchOptions& o, const nlohmann::json& out) {
+  std::printf("kvlab bench | %s (%s) | commit %s | %s | weights %s\n\n", kernels::cpu().model.c_str(),
+              kernels::isa_name(kernels::active_isa()), build_commit(), out["date"].get<std::string>().c_str(),
+              out["weights"].get<std::string>().c_str());
+  // The batch size gets a column only when it was set, as llama-bench's n_ubatch.
+  const bool ub_column = o.ubatch != std::vector<int>{512};
+  std::printf("| model | size | dtypes | threads |%s KV | test | t/s | GFLOP/s | GB/s | roofline |\n", ub_column ? " ub |" : "");
+  std::printf("|---|---|---|--:|%s---|---|--:|--:|--:|---|\n", ub_column ? "--:|" : "");
+  for (const auto& r : out["results"]) {
+    const bool prompt = r["n_prompt"].get<int>() > 0;  // a tg test's passes are single tokens
+    const std::string ub = !ub_column ? "" : prompt ? " " + std::to_string(r["n_ubatch"].get<int>()) + " |" : " - |";
+    std::printf("| %s | %s | %s | %d |%s %s | %s | %.2f ± %.2f | %.1f | %.2f | %s |\n",
+                r["model_name"].get<std::string>().c_str(),
+                human_bytes(r["model_bytes"].get<double>()).c_str(), r["dtypes"].get<std::string>().c_str(),
+                r["threads"].get<int>(), ub.c_str(),
+                r["kv_cache"].get<bool>() ? r["kv_type"].get<std::string>().c_str() : "none",
+                r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
+                r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(), roofline_cell(r).c_str());
+  }
+  for (const auto& r : out["results"])
+    if (r.contains("profile")) print_stages(r);
+}
+
 void bench(const BenchOptions& o) {
   if (o.output != "md" && o.output != "json" && o.output != "csv") throw Error("-o must be md, json or csv");
   if (o.profile_stages && o.output == "csv") throw Error("--profile needs -o md or json: its stage tables have no csv form");
@@ -178,109 +297,15 @@ void bench(const BenchOptions& o) {
   std::vector<std::pair<int, int>> pg;
   for (const std::string& a : o.pg) pg.push_back(parse_pg(a));
 
-  nlohmann::json out;
-  out["machine"] = {{"cpu", kernels::cpu().model}, {"isa", kernels::isa_name(kernels::active_isa())},
-                    {"profile", profile ? nlohmann::json(profile->date) : nlohmann::json(nullptr)}};
-  out["commit"] = build_commit();
-  out["weights"] = o.mmap ? "mapped" : "resident (huge pages)";
-  out["compiler"] = build_compiler();
-  out["date"] = iso_date();
-  out["results"] = nlohmann::json::array();
+  nlohmann::json out = run_header(o, profile);
+  for (const auto& model_path : models) bench_model(o, model_path, threads, pg, profile, out["results"]);
 
-  for (const auto& mpath : models) {
-    const auto m = model::Model::load(resolve_model_path(mpath), residency(o.mmap));
-    const std::string dtypes = dtype_summary(m->file());
-    for (int t : threads)
-      for (const auto& kv : o.kv_types)
-        for (int d : o.depth) {
-          std::vector<engine::BenchTest> tests;
-          const tensor::DType kv_type = *tensor::parse_dtype(kv);
-          for (int ub : o.ubatch) {
-            for (int p : o.n_prompt)
-              if (p > 0) tests.push_back({p, 0, d, t, !o.no_kv_cache, kv_type, ub});
-            for (const auto& [p, n] : pg) tests.push_back({p, n, d, t, !o.no_kv_cache, kv_type, ub});
-          }
-          // A tg test's passes are one token each: the batch size does not apply.
-          for (int n : o.n_gen)
-            if (n > 0) tests.push_back({0, n, d, t, !o.no_kv_cache, kv_type, o.ubatch.front()});
-          for (const auto& test : tests) {
-            std::fprintf(stderr, "kvlab bench: %s, %d threads, kv %s%s ...\n", test.name().c_str(), t, kv.c_str(),
-                         o.no_kv_cache ? " (no KV cache)" : "");
-            nlohmann::json j = row_json(engine::run_bench(*m, test, o.reps, profile, o.profile_stages));
-            j["model"] = m->file().path();
-            j["model_name"] = m->config().name;
-            j["model_bytes"] = m->file().file_size();
-            j["params"] = m->n_params();
-            j["dtypes"] = dtypes;
-            out["results"].push_back(j);
-          }
-        }
-  }
-
-  if (o.output == "json") {
+  if (o.output == "json")
     std::cout << out.dump(2) << "\n";
-    return;
-  }
-  if (o.output == "csv") {
-    std::printf("model,dtypes,threads,n_ubatch,kv_cache,kv_type,test,mean_tok_s,stddev_tok_s,achieved_gflop_s,achieved_gb_s,"
-                "pct_of_peak_compute,pct_of_peak_bandwidth,commit,date,cpu\n");
-    for (const auto& r : out["results"])
-      std::printf("%s,\"%s\",%d,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%s,%s,\"%s\"\n",
-                  r["model_name"].get<std::string>().c_str(), r["dtypes"].get<std::string>().c_str(),
-                  r["threads"].get<int>(), r["n_ubatch"].get<int>(), r["kv_cache"].get<bool>(), r["kv_type"].get<std::string>().c_str(),
-                  r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
-                  r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(),
-                  r.value("pct_of_peak_compute", 0.0), r.value("pct_of_peak_bandwidth", 0.0), build_commit(),
-                  out["date"].get<std::string>().c_str(), kernels::cpu().model.c_str());
-    return;
-  }
-  std::printf("kvlab bench | %s (%s) | commit %s | %s | weights %s\n\n", kernels::cpu().model.c_str(),
-              kernels::isa_name(kernels::active_isa()), build_commit(), out["date"].get<std::string>().c_str(),
-              out["weights"].get<std::string>().c_str());
-  // The batch size gets a column only when it was set, as llama-bench's n_ubatch.
-  const bool ub_column = o.ubatch != std::vector<int>{512};
-  std::printf("| model | size | dtypes | threads |%s KV | test | t/s | GFLOP/s | GB/s | roofline |\n", ub_column ? " ub |" : "");
-  std::printf("|---|---|---|--:|%s---|---|--:|--:|--:|---|\n", ub_column ? "--:|" : "");
-  for (const auto& r : out["results"]) {
-    std::string roof = "run `kvlab probe` for peaks";
-    if (r.contains("prefill_pct_of_peak_compute")) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "prefill %.0f%% of peak compute, decode %.0f%% of peak bandwidth",
-                    r["prefill_pct_of_peak_compute"].get<double>(), r["decode_pct_of_peak_bandwidth"].get<double>());
-      roof = buf;
-    } else if (r.contains("bound")) {
-      char buf[256];
-      if (r["n_prompt"].get<int>() > 0)
-        std::snprintf(buf, sizeof buf, "%.0f%% of %.0f GOP/s %s; %s", r["pct_of_peak_compute"].get<double>(),
-                      r["peak_gflop_s"].get<double>(), r["peak_kind"].get<std::string>().c_str(),
-                      r["bound"].get<std::string>().c_str());
-      else {
-        char sustained[64] = "", cached[96] = "";
-        if (r.contains("pct_of_sustained_bandwidth"))
-          std::snprintf(sustained, sizeof sustained, " (%.0f%% of %.1f sustained)",
-                        r["pct_of_sustained_bandwidth"].get<double>(), r["peak_sustained_gb_s"].get<double>());
-        // Shown where the step's bytes fit in the caches enough to matter.
-        if (r.contains("working_set_gb_s") && r["working_set_gb_s"].get<double>() > 1.1 * r["peak_gb_s"].get<double>())
-          std::snprintf(cached, sizeof cached, "; %.0f%% of the %.1f GB/s a working set this size reads at",
-                        r["pct_of_working_set_bandwidth"].get<double>(), r["working_set_gb_s"].get<double>());
-        std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s%s%s; %.1f MB/token; %s",
-                      r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(), sustained, cached,
-                      r["bytes_per_token"].get<double>() / 1e6, r["bound"].get<std::string>().c_str());
-      }
-      roof = buf;
-    }
-    const bool prompt = r["n_prompt"].get<int>() > 0;  // a tg test's passes are single tokens
-    const std::string ub = !ub_column ? "" : prompt ? " " + std::to_string(r["n_ubatch"].get<int>()) + " |" : " - |";
-    std::printf("| %s | %s | %s | %d |%s %s | %s | %.2f ± %.2f | %.1f | %.2f | %s |\n",
-                r["model_name"].get<std::string>().c_str(),
-                human_bytes(r["model_bytes"].get<double>()).c_str(), r["dtypes"].get<std::string>().c_str(),
-                r["threads"].get<int>(), ub.c_str(),
-                r["kv_cache"].get<bool>() ? r["kv_type"].get<std::string>().c_str() : "none",
-                r["test"].get<std::string>().c_str(), r["mean_tok_s"].get<double>(), r["stddev_tok_s"].get<double>(),
-                r["achieved_gflop_s"].get<double>(), r["achieved_gb_s"].get<double>(), roof.c_str());
-  }
-  for (const auto& r : out["results"])
-    if (r.contains("profile")) print_stages(r);
+  else if (o.output == "csv")
+    print_csv(out);
+  else
+    print_md(o, out);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <utility>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -73,76 +74,72 @@ nlohmann::json roofline_json(const engine::Attribution& a) {
   return j;
 }
 
-void run(const RunOptions& o) {
-  if (o.prompt.has_value() == !o.file.empty()) throw Error("give exactly one of -p PROMPT or -f FILE");
-  std::string text = o.prompt ? *o.prompt : read_file(o.file);
-  Loaded l = load(o.m);
-  if (o.chat) text = l.tokenizer->apply_chat({{"user", text}});
-  const std::vector<int32_t> prompt = l.tokenizer->encode(text, true, true);
-  if (prompt.empty()) throw Error("the prompt is empty and this model adds no BOS token: nothing to start from");
-
+engine::GenerateOptions generate_options(const RunOptions& o, const tokenizer::Tokenizer& tok) {
   engine::GenerateOptions g;
   g.n_predict = o.n_predict;
   g.ignore_eos = o.ignore_eos;
   g.sampling = o.sampling;
   g.sampling.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
   for (const std::string& b : o.logit_bias) g.sampling.logit_bias.push_back(parse_logit_bias(b));
-  sample::validate(g.sampling, l.tokenizer->n_vocab());
+  sample::validate(g.sampling, tok.n_vocab());
   g.draft = o.draft;
+  return g;
+}
 
-  engine::Session session(*l.model, session_options(o.m, l.model->config()));
-  tokenizer::StreamDecoder stream(*l.tokenizer);
-  auto is_eog = [&](int32_t id) { return l.tokenizer->is_end_of_generation(id); };
-  auto print = [&](int32_t id) {
-    if (o.json || (!o.ignore_eos && is_eog(id))) return;
-    const std::string s = stream.push(id);
-    std::fwrite(s.data(), 1, s.size(), stdout);
-    std::fflush(stdout);
-  };
-  const engine::GenerateResult r = engine::generate(session, prompt, g, is_eog, print);
-  const size_t kv_bytes = session.cache().bytes_per_token() * size_t(session.n_past());
+std::vector<int32_t> prompt_tokens(std::string text, bool chat, const tokenizer::Tokenizer& tok) {
+  if (chat) text = tok.apply_chat({{"user", text}});
+  std::vector<int32_t> prompt = tok.encode(text, true, true);
+  if (prompt.empty()) throw Error("the prompt is empty and this model adds no BOS token: nothing to start from");
+  return prompt;
+}
 
-  if (o.json) {
-    std::vector<int32_t> shown = r.tokens;
-    if (r.stop == engine::StopReason::Eos) shown.pop_back();
-    nlohmann::json j;
-    j["text"] = l.tokenizer->decode(shown);
-    j["prompt_tokens"] = r.prompt_tokens;
-    j["tokens"] = r.tokens;
-    j["stop"] = engine::stop_reason_name(r.stop);
-    j["ttft_ms"] = r.ttft_seconds * 1e3;
-    j["prefill_ms"] = r.prefill_seconds * 1e3;
-    j["prefill_tok_s"] = r.prefill_tok_s();
-    j["decode_tok_s"] = r.decode_tok_s();
-    std::vector<double> ms;
-    for (double s : r.token_seconds) ms.push_back(s * 1e3);
-    j["token_ms"] = ms;
-    j["kv_cache"] = session.options().kv_cache;
-    if (g.draft.max_tokens > 0)
-      j["speculative"] = {{"method", "ngram"},
-                          {"draft_max", g.draft.max_tokens},
-                          {"ngram_max", g.draft.ngram_max},
-                          {"verify_passes", r.verify_passes},
-                          {"drafted", r.drafted},
-                          {"accepted", r.accepted},
-                          {"acceptance", r.drafted ? double(r.accepted) / r.drafted : 0.0}};
-    j["kv_type"] = tensor::dtype_info(session.options().kv_type).name;
-    j["kv_bytes"] = session.options().kv_cache ? kv_bytes : 0;
-    j["kv_bytes_per_token"] = session.cache().bytes_per_token();
-    j["n_ctx"] = session.options().n_ctx;
-    j["threads"] = session.options().n_threads;
-    j["model"] = l.model->file().path();
-    j["model_name"] = l.model->config().name;
-    j["roofline"] = roofline_json(engine::attribute(session.trace(), *l.model,
-                                                    session.cache().elem_bytes(),
-                                                    session.options().n_threads, engine::try_load_profile()));
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return;
-  }
-  const std::string tail = stream.flush();
-  std::fwrite(tail.data(), 1, tail.size(), stdout);
-  std::printf("\n");
-  std::fflush(stdout);
+// The KV cache's size at the end of the run (0 without one).
+size_t kv_bytes_used(const engine::Session& session) {
+  return session.options().kv_cache ? session.cache().bytes_per_token() * size_t(session.n_past()) : 0;
+}
+
+nlohmann::json speculative_json(const engine::DraftOptions& draft, const engine::GenerateResult& r) {
+  return {{"method", "ngram"},
+          {"draft_max", draft.max_tokens},
+          {"ngram_max", draft.ngram_max},
+          {"verify_passes", r.verify_passes},
+          {"drafted", r.drafted},
+          {"accepted", r.accepted},
+          {"acceptance", r.drafted ? double(r.accepted) / r.drafted : 0.0}};
+}
+
+void print_json(const Loaded& l, const engine::Session& session, const engine::GenerateOptions& g,
+                const engine::GenerateResult& r) {
+  std::vector<int32_t> shown = r.tokens;
+  if (r.stop == engine::StopReason::Eos) shown.pop_back();
+  nlohmann::json j;
+  j["text"] = l.tokenizer->decode(shown);
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["tokens"] = r.tokens;
+  j["stop"] = engine::stop_reason_name(r.stop);
+  j["ttft_ms"] = r.ttft_seconds * 1e3;
+  j["prefill_ms"] = r.prefill_seconds * 1e3;
+  j["prefill_tok_s"] = r.prefill_tok_s();
+  j["decode_tok_s"] = r.decode_tok_s();
+  std::vector<double> ms;
+  for (double s : r.token_seconds) ms.push_back(s * 1e3);
+  j["token_ms"] = ms;
+  j["kv_cache"] = session.options().kv_cache;
+  if (g.draft.max_tokens > 0) j["speculative"] = speculative_json(g.draft, r);
+  j["kv_type"] = tensor::dtype_info(session.options().kv_type).name;
+  j["kv_bytes"] = kv_bytes_used(session);
+  j["kv_bytes_per_token"] = session.cache().bytes_per_token();
+  j["n_ctx"] = session.options().n_ctx;
+  j["threads"] = session.options().n_threads;
+  j["model"] = l.model->file().path();
+  j["model_name"] = l.model->config().name;
+  j["roofline"] = roofline_json(engine::attribute(session.trace(), *l.model, session.cache().elem_bytes(),
+                                                  session.options().n_threads, engine::try_load_profile()));
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+// The timings on stderr, after the streamed text.
+void print_stats(const engine::Session& session, const engine::GenerateOptions& g, const engine::GenerateResult& r) {
   if (r.stop == engine::StopReason::Context)
     std::fprintf(stderr, "kvlab: stopped: the context of %d tokens is full\n", session.options().n_ctx);
   if (g.draft.max_tokens > 0) {
@@ -157,8 +154,34 @@ void run(const RunOptions& o) {
                "KV cache: %s (%s, %d threads)\n",
                r.prompt_tokens, r.tokens.size(), engine::stop_reason_name(r.stop), r.ttft_seconds * 1e3,
                r.prefill_tok_s(), r.decode_tok_s(),
-               session.options().kv_cache ? human_bytes(double(kv_bytes)).c_str() : "off (recomputed every step)",
+               session.options().kv_cache ? human_bytes(double(kv_bytes_used(session))).c_str()
+                                          : "off (recomputed every step)",
                std::string(tensor::dtype_info(session.options().kv_type).name).c_str(), session.options().n_threads);
+}
+
+void run(const RunOptions& o) {
+  if (o.prompt.has_value() == !o.file.empty()) throw Error("give exactly one of -p PROMPT or -f FILE");
+  std::string text = o.prompt ? *o.prompt : read_file(o.file);
+  Loaded l = load(o.m);
+  const std::vector<int32_t> prompt = prompt_tokens(std::move(text), o.chat, *l.tokenizer);
+  const engine::GenerateOptions g = generate_options(o, *l.tokenizer);
+
+  engine::Session session(*l.model, session_options(o.m, l.model->config()));
+  tokenizer::StreamDecoder stream(*l.tokenizer);
+  auto is_eog = [&](int32_t id) { return l.tokenizer->is_end_of_generation(id); };
+  auto print = [&](int32_t id) {
+    if (o.json || (!o.ignore_eos && is_eog(id))) return;
+    const std::string s = stream.push(id);
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  const engine::GenerateResult r = engine::generate(session, prompt, g, is_eog, print);
+  if (o.json) return print_json(l, session, g, r);
+  const std::string tail = stream.flush();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::printf("\n");
+  std::fflush(stdout);
+  print_stats(session, g, r);
 }
 
 }  // namespace

@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace kvlab::engine {
+#include "engine/phase.h"
 
-enum class Phase { Prefill, Decode, Recompute };  // Recompute: a no-KV-cache decode step
-const char* phase_name(Phase p);
+namespace kvlab::engine {
 
 struct Step {
   Phase phase;

@@ -248,6 +248,57 @@ bool read_all(int fd, uint8_t* dst, uint64_t n) {
   }
   return true;
 }
+// One entry of the tensor table: name, shape, dtype and offset, each checked
+// before anything is sized from it.
+TensorInfo read_tensor_info(Cursor& c, uint64_t alignment) {
+  TensorInfo t;
+  t.name = c.read_string("tensor name", kMaxKeyBytes);
+  const uint32_t n_dims = c.read<uint32_t>("tensor dims");
+  if (n_dims == 0 || n_dims > kMaxDims)
+    c.fail("tensor '" + t.name + "' has " + std::to_string(n_dims) + " dims (expected 1.." +
+           std::to_string(kMaxDims) + ")");
+  uint64_t n_el = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    const uint64_t dim = c.read<uint64_t>("tensor dim");
+    if (dim == 0 || dim > kMaxElements || n_el > kMaxElements / dim)
+      c.fail("tensor '" + t.name + "' has an absurd shape (dim " + std::to_string(dim) + ")");
+    n_el *= dim;
+    t.dims.push_back(dim);
+  }
+  const uint32_t type = c.read<uint32_t>("tensor dtype");
+  const tensor::DTypeInfo* info = tensor::find_dtype(type);
+  if (!info) c.fail("tensor '" + t.name + "' has unknown or unsupported dtype " + std::to_string(type));
+  t.dtype = info->type;
+  const auto row = tensor::row_bytes(t.dtype, t.dims[0]);
+  if (!row)
+    c.fail("tensor '" + t.name + "' row length " + std::to_string(t.dims[0]) + " is not a multiple of the " +
+           std::string(info->name) + " block size " + std::to_string(info->block_size));
+  t.n_bytes = *row * (n_el / t.dims[0]);
+  t.offset = c.read<uint64_t>("tensor offset");
+  if (t.offset % alignment != 0)
+    c.fail("tensor '" + t.name + "' offset " + std::to_string(t.offset) + " is not aligned to " +
+           std::to_string(alignment));
+  return t;
+}
+
+void check_no_overlap(const std::vector<TensorInfo>& tensors, const Cursor& c) {
+  std::vector<const TensorInfo*> by_offset;
+  for (const auto& t : tensors) by_offset.push_back(&t);
+  std::stable_sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const TensorInfo& a = *by_offset[i - 1];
+    const TensorInfo& b = *by_offset[i];
+    if (a.offset + a.n_bytes > b.offset) c.fail("tensors '" + a.name + "' and '" + b.name + "' overlap");
+  }
+}
+
+void check_unique_names(const std::vector<TensorInfo>& tensors, const Cursor& c) {
+  std::vector<std::string_view> names;
+  for (const auto& t : tensors) names.push_back(t.name);
+  std::sort(names.begin(), names.end());
+  if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end())
+    c.fail("duplicate tensor name '" + std::string(*dup) + "'");
+}
 }  // namespace
 
 File File::open(const std::string& path, Residency residency) {
@@ -333,62 +384,21 @@ void File::parse_all() {
   }
 
   tensors_.reserve(n_tensors);
-  for (uint64_t i = 0; i < n_tensors; ++i) {
-    TensorInfo t;
-    t.name = c.read_string("tensor name", kMaxKeyBytes);
-    const uint32_t n_dims = c.read<uint32_t>("tensor dims");
-    if (n_dims == 0 || n_dims > kMaxDims)
-      fail("tensor '" + t.name + "' has " + std::to_string(n_dims) + " dims (expected 1.." +
-           std::to_string(kMaxDims) + ")");
-    uint64_t n_el = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      const uint64_t dim = c.read<uint64_t>("tensor dim");
-      if (dim == 0 || dim > kMaxElements || n_el > kMaxElements / dim)
-        fail("tensor '" + t.name + "' has an absurd shape (dim " + std::to_string(dim) + ")");
-      n_el *= dim;
-      t.dims.push_back(dim);
-    }
-    const uint32_t type = c.read<uint32_t>("tensor dtype");
-    const tensor::DTypeInfo* info = tensor::find_dtype(type);
-    if (!info) fail("tensor '" + t.name + "' has unknown or unsupported dtype " + std::to_string(type));
-    t.dtype = info->type;
-    const auto row = tensor::row_bytes(t.dtype, t.dims[0]);
-    if (!row)
-      fail("tensor '" + t.name + "' row length " + std::to_string(t.dims[0]) + " is not a multiple of the " +
-           std::string(info->name) + " block size " + std::to_string(info->block_size));
-    t.n_bytes = *row * (n_el / t.dims[0]);
-    t.offset = c.read<uint64_t>("tensor offset");
-    if (t.offset % alignment_ != 0)
-      fail("tensor '" + t.name + "' offset " + std::to_string(t.offset) + " is not aligned to " +
-           std::to_string(alignment_));
-    tensors_.push_back(std::move(t));
-  }
+  for (uint64_t i = 0; i < n_tensors; ++i) tensors_.push_back(read_tensor_info(c, alignment_));
 
   // Tensor data starts at the next alignment boundary after the table.
   data_start_ = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
   if (n_tensors > 0 && data_start_ > size_) fail("truncated file: tensor data section starts past the end");
 
-  std::vector<const TensorInfo*> by_offset;
   for (auto& t : tensors_) {
     const uint64_t avail = size_ - data_start_;  // >= 0: checked above
     if (t.offset > avail || t.n_bytes > avail - t.offset)
       fail("tensor '" + t.name + "' data [" + std::to_string(t.offset) + ", +" + std::to_string(t.n_bytes) +
            ") lies outside the file (truncated?)");
     t.data = base_ + data_start_ + t.offset;
-    by_offset.push_back(&t);
   }
-  std::stable_sort(by_offset.begin(), by_offset.end(),
-            [](auto* a, auto* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const TensorInfo& a = *by_offset[i - 1];
-    const TensorInfo& b = *by_offset[i];
-    if (a.offset + a.n_bytes > b.offset) fail("tensors '" + a.name + "' and '" + b.name + "' overlap");
-  }
-  std::vector<std::string_view> names;
-  for (auto& t : tensors_) names.push_back(t.name);
-  std::sort(names.begin(), names.end());
-  if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end())
-    fail("duplicate tensor name '" + std::string(*dup) + "'");
+  check_no_overlap(tensors_, c);
+  check_unique_names(tensors_, c);
 }
 
 const Value* File::find(std::string_view key) const {

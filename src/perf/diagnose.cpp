@@ -346,7 +346,6 @@ void find_contradictions(Diagnosis& d, const Context& x, const NumberFormat& wf)
 
 }  // namespace
 
-std::string_view phase_name(Phase p) { return p == Phase::Prefill ? "prefill" : "decode"; }
 std::string_view resource_name(Resource r) {
   return r == Resource::MemoryBandwidth ? "memory bandwidth" : "compute (FLOP/s)";
 }

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/phase.h"
 #include "model/config.h"
 #include "perf/hardware.h"
 #include "perf/roofline.h"
@@ -50,9 +51,10 @@ struct DiagnoseOptions {
   double target_tok_s = 10.0;
 };
 
-enum class Phase { Prefill, Decode };
+// A diagnosis names Prefill or Decode; Recompute is a step of a no-cache run,
+// which it does not model.
+using engine::Phase;
 enum class Resource { MemoryBandwidth, Compute };
-std::string_view phase_name(Phase p);        // "prefill", "decode"
 std::string_view resource_name(Resource r);  // "memory bandwidth", "compute (FLOP/s)"
 
 struct PhaseReport {

@@ -25,109 +25,56 @@ struct Pattern {
   bool immune = false;  // carries its own negation ("no offloading"): not negated again
 };
 
+struct PhraseGroup {
+  Concept topic;
+  std::vector<const char*> phrases;  // words separated by single spaces
+  bool immune = false;
+};
+
+const std::vector<PhraseGroup> kPhraseGroups = {
+    {Concept::Residency, {"no offload", "no offloading", "without offloading", "avoid offloading", "stop offloading",
+                          "not offloaded", "not offload"}, true},
+    {Concept::Residency, {"in vram", "into vram", "fully in", "entirely in", "fit in", "fits in", "all layers on",
+                          "in device memory", "on the gpu", "onto the gpu", "resident"}},
+    {Concept::Bandwidth, {"memory bandwidth", "vram bandwidth", "hbm bandwidth", "bandwidth", "memory bound",
+                          "bandwidth bound", "bandwidth limited", "memory limited", "memory speed", "faster memory",
+                          "faster vram", "vram throughput", "vram speed", "memory throughput", "memory transfer",
+                          "memory traffic", "memory access", "memory wall", "data movement", "moving data",
+                          "moving weights", "waiting for data", "waiting on memory", "waiting for memory",
+                          "waiting for weights", "reading weights", "read the weights", "reading the weights",
+                          "load the weights", "loading weights", "loading the weights", "weights from memory",
+                          "from vram", "hbm", "hbm2e", "hbm3", "hbm3e", "gddr", "gddr6", "gddr6x", "gddr7",
+                          "io bound", "mbu", "gb s", "tb s"}},
+    {Concept::Capacity, {"more vram", "more memory", "more ram", "bigger vram", "larger vram", "vram capacity",
+                         "memory capacity", "more gpu memory", "larger memory", "bigger memory"}},
+    {Concept::Compute, {"compute bound", "compute limited", "compute", "computation", "flops", "tflops", "flop",
+                        "gflops", "teraflops", "arithmetic", "math", "cores", "core", "tensor cores", "cuda cores",
+                        "clock", "clocks", "clock speed", "processing power", "calculations", "calculation", "alu",
+                        "alus", "mfu", "shader"}},
+    {Concept::Decode, {"decode", "decoding", "decode phase", "generation", "generating", "token generation",
+                       "autoregressive", "tg", "tok s", "tokens per second", "tokens s", "per token", "each token",
+                       "every token", "next token", "one token at a time", "output tokens", "inter token", "tpot"}},
+    {Concept::Prefill, {"prefill", "pre fill", "prefilling", "ttft", "time to first token", "first token",
+                        "prompt processing", "prompt phase", "prompt eval", "prompt evaluation", "prompt ingestion",
+                        "processing the prompt", "prompt stage", "pp"}},
+    {Concept::Memory, {"memory", "vram", "ram", "dram", "offload", "offloaded", "offloading", "system ram", "pcie"}},
+};
+
+Words split_words(const char* phrase) {
+  Words w(1);
+  for (const char* s = phrase; *s; ++s) {
+    if (*s == ' ')
+      w.emplace_back();
+    else
+      w.back() += *s;
+  }
+  return w;
+}
+
 std::vector<Pattern> build_patterns() {
   std::vector<Pattern> p;
-  auto add = [&](Concept c, std::initializer_list<const char*> phrases, bool immune = false) {
-    for (const char* ph : phrases) {
-      Words w;
-      std::string cur;
-      for (const char* s = ph; *s; ++s) {
-        if (*s == ' ') {
-          w.push_back(cur);
-          cur.clear();
-        } else {
-          cur += *s;
-        }
-      }
-      w.push_back(cur);
-      p.push_back({c, w, immune});
-    }
-  };
-  add(Concept::Residency,
-      {"no offload", "no offloading", "without offloading", "avoid offloading", "stop offloading", "not offloaded",
-       "not offload"},
-      true);
-  add(Concept::Residency, {"in vram", "into vram", "fully in", "entirely in", "fit in", "fits in", "all layers on",
-                           "in device memory", "on the gpu", "onto the gpu", "resident"});
-  add(Concept::Bandwidth, {"memory bandwidth",
-                           "vram bandwidth",
-                           "hbm bandwidth",
-                           "bandwidth",
-                           "memory bound",
-                           "bandwidth bound",
-                           "bandwidth limited",
-                           "memory limited",
-                           "memory speed",
-                           "faster memory",
-                           "faster vram",
-                           "vram throughput",
-                           "vram speed",
-                           "memory throughput",
-                           "memory transfer",
-                           "memory traffic",
-                           "memory access",
-                           "memory wall",
-                           "data movement",
-                           "moving data",
-                           "moving weights",
-                           "waiting for data",
-                           "waiting on memory",
-                           "waiting for memory",
-                           "waiting for weights",
-                           "reading weights",
-                           "read the weights",
-                           "reading the weights",
-                           "load the weights",
-                           "loading weights",
-                           "loading the weights",
-                           "weights from memory",
-                           "from vram",
-                           "hbm",
-                           "hbm2e",
-                           "hbm3",
-                           "hbm3e",
-                           "gddr",
-                           "gddr6",
-                           "gddr6x",
-                           "gddr7",
-                           "io bound",
-                           "mbu",
-                           "gb s",
-                           "tb s"});
-  add(Concept::Capacity, {"more vram", "more memory", "more ram", "bigger vram", "larger vram", "vram capacity",
-                          "memory capacity", "more gpu memory", "larger memory", "bigger memory"});
-  add(Concept::Compute, {"compute bound",
-                         "compute limited",
-                         "compute",
-                         "computation",
-                         "flops",
-                         "tflops",
-                         "flop",
-                         "gflops",
-                         "teraflops",
-                         "arithmetic",
-                         "math",
-                         "cores",
-                         "core",
-                         "tensor cores",
-                         "cuda cores",
-                         "clock",
-                         "clocks",
-                         "clock speed",
-                         "processing power",
-                         "calculations",
-                         "calculation",
-                         "alu",
-                         "alus",
-                         "mfu",
-                         "shader"});
-  add(Concept::Decode, {"decode", "decoding", "decode phase", "generation", "generating", "token generation",
-                        "autoregressive", "tg", "tok s", "tokens per second", "tokens s", "per token", "each token",
-                        "every token", "next token", "one token at a time", "output tokens", "inter token", "tpot"});
-  add(Concept::Prefill, {"prefill", "pre fill", "prefilling", "ttft", "time to first token", "first token",
-                         "prompt processing", "prompt phase", "prompt eval", "prompt evaluation", "prompt ingestion",
-                         "processing the prompt", "prompt stage", "pp"});
-  add(Concept::Memory, {"memory", "vram", "ram", "dram", "offload", "offloaded", "offloading", "system ram", "pcie"});
+  for (const PhraseGroup& g : kPhraseGroups)
+    for (const char* phrase : g.phrases) p.push_back({g.topic, split_words(phrase), g.immune});
   // Longer phrases first within a concept, so "tensor cores" beats "cores".
   std::stable_sort(p.begin(), p.end(), [](const Pattern& a, const Pattern& b) {
     if (a.topic != b.topic) return a.topic < b.topic;

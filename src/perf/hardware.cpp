@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
+#include <utility>
 
 #include "common/error.h"
 
@@ -12,14 +14,10 @@ namespace {
 constexpr double T = 1e12, G = 1e9;
 
 // clang-format off
-std::vector<Hardware> build_catalog() {
+std::vector<Hardware> nvidia_datacenter_gpus() {
   // NVIDIA datasheets quote tensor-core rates with 2:4 sparsity (asterisked);
   // dense = sparse / 2. FP32 (non-tensor) figures are dense as printed.
   const std::string nv_sparse = "datasheet tensor figures are with sparsity; dense = half";
-  // Apple publishes bandwidth and memory, not FLOP/s: FP32 = GPU cores x 128
-  // ALUs x 2 (FMA) x clock, and Apple GPUs run FP16 at the FP32 rate.
-  // Zen 4 executes AVX-512 on two 256-bit FMA pipes: 32 FP32 FLOP/cycle/core;
-  // VDPBF16PS doubles that; VPDPBUSD does 2 x 32 int8 MACs = 128 op/cycle.
   return {
       {.id = "h100",
        .aliases = {"h100-sxm", "h100-sxm5"},
@@ -60,6 +58,12 @@ std::vector<Hardware> build_catalog() {
        .source = "NVIDIA L40S GPU datasheet (TF32 366*, BF16 733*, FP8 1,466*, INT8 1,466* TOPS; FP32 91.6 TF; "
                  "864 GB/s)",
        .compute_note = nv_sparse, .sparse_halved = true},
+  };
+}
+
+// GeForce whitepapers print dense and sparse columns; these are the dense ones.
+std::vector<Hardware> nvidia_geforce_gpus() {
+  return {
       {.id = "rtx4090",
        .aliases = {"rtx-4090", "4090"},
        .name = "NVIDIA GeForce RTX 4090",
@@ -76,6 +80,13 @@ std::vector<Hardware> build_catalog() {
        .source = "NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 column (BF16 with FP32 "
                  "accumulate 71 dense / 142 sparse)",
        .compute_note = "dense column of the whitepaper; FP16 with FP16 accumulate runs 2x the BF16 figure"},
+  };
+}
+
+std::vector<Hardware> apple_socs() {
+  // Apple publishes bandwidth and memory, not FLOP/s: FP32 = GPU cores x 128
+  // ALUs x 2 (FMA) x clock, and Apple GPUs run FP16 at the FP32 rate.
+  return {
       {.id = "m2-ultra",
        .aliases = {"m2ultra"},
        .name = "Apple M2 Ultra (76-core GPU)",
@@ -92,6 +103,13 @@ std::vector<Hardware> build_catalog() {
        .mem_bw = 400 * G, .mem_bytes = 128 * G, .memory = "128 GB LPDDR5 unified",
        .source = "Apple newsroom, M3 family announcement (October 2023): 40-core GPU, 400 GB/s, up to 128 GB",
        .compute_note = "derived: 40 cores x 128 ALUs x 2 FLOP x ~1.4 GHz (clock from third-party measurements)"},
+  };
+}
+
+std::vector<Hardware> cpus() {
+  // Zen 4 executes AVX-512 on two 256-bit FMA pipes: 32 FP32 FLOP/cycle/core;
+  // VDPBF16PS doubles that; VPDPBUSD does 2 x 32 int8 MACs = 128 op/cycle.
+  return {
       {.id = "epyc-9654",
        .aliases = {"zen4", "epyc"},
        .name = "AMD EPYC 9654 (Zen 4, 96 cores, one socket)",
@@ -103,6 +121,13 @@ std::vector<Hardware> build_catalog() {
   };
 }
 // clang-format on
+
+std::vector<Hardware> build_catalog() {
+  std::vector<Hardware> catalog;
+  for (auto* group : {nvidia_datacenter_gpus, nvidia_geforce_gpus, apple_socs, cpus})
+    for (Hardware& h : group()) catalog.push_back(std::move(h));
+  return catalog;
+}
 
 std::string lower(std::string_view s) {
   std::string r(s);

@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr uint64_t kMiB = uint64_t(1) << 20, kGiB = uint64_t(1) << 30;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -180,6 +181,12 @@ std::string binary_size(uint64_t b) {
   return buf;
 }
 
+// fmt_flops for integer operations: "1.2 Top/s".
+std::string fmt_ops(double ops_per_s) {
+  std::string s = fmt_flops(ops_per_s);
+  return s.replace(s.find("FLOP/s"), 6, "op/s");
+}
+
 struct Progress {
   const std::function<void(const std::string&)>& fn;
   void operator()(const std::string& line) const {
@@ -276,7 +283,6 @@ std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, c
 std::vector<SizedBandwidth> measure_sized_bandwidth(const probe_kernels::Kernels& k, const Buffer& buf, int n,
                                                     uint64_t l2_bytes, uint64_t l3_bytes, bool quick,
                                                     const Progress& progress) {
-  constexpr uint64_t MiB = uint64_t(1) << 20;
   const char* base = static_cast<const char*>(buf.p);
   std::vector<uint64_t> sums(size_t(n), 0);
   auto measure = [&](uint64_t size) {
@@ -293,8 +299,8 @@ std::vector<SizedBandwidth> measure_sized_bandwidth(const probe_kernels::Kernels
     return SizedBandwidth{double(size), best};
   };
   std::vector<SizedBandwidth> curve;
-  const uint64_t top = l3_bytes ? 4 * l3_bytes : 256 * MiB;
-  for (uint64_t s = std::max<uint64_t>(4 * MiB, 2 * uint64_t(n) * l2_bytes); s < top && 2 * s <= buf.bytes; s *= 2)
+  const uint64_t top = l3_bytes ? 4 * l3_bytes : 256 * kMiB;
+  for (uint64_t s = std::max<uint64_t>(4 * kMiB, 2 * uint64_t(n) * l2_bytes); s < top && 2 * s <= buf.bytes; s *= 2)
     curve.push_back(measure(s));
   curve.push_back(measure(buf.bytes));
   for (int halving = 0; halving < 2 && curve.size() > 1; ++halving) {
@@ -303,7 +309,7 @@ std::vector<SizedBandwidth> measure_sized_bandwidth(const probe_kernels::Kernels
       if (curve[i].bytes_per_s * curve[steep + 1].bytes_per_s > curve[steep].bytes_per_s * curve[i + 1].bytes_per_s)
         steep = i;
     const SizedBandwidth a = curve[steep], b = curve[steep + 1];
-    const uint64_t mid = uint64_t(std::sqrt(a.bytes * b.bytes)) & ~(2 * MiB - 1);
+    const uint64_t mid = uint64_t(std::sqrt(a.bytes * b.bytes)) & ~(2 * kMiB - 1);
     if (a.bytes_per_s < 1.2 * b.bytes_per_s || !(double(mid) > a.bytes && double(mid) < b.bytes)) break;
     curve.insert(curve.begin() + std::ptrdiff_t(steep + 1), measure(mid));
   }
@@ -518,13 +524,11 @@ std::string iso_utc_now() {
   return buf;
 }
 
-ProbeResult run_probe(const ProbeOptions& opt) {
-  const Clock::time_point start = Clock::now();
-  const Progress progress{opt.progress};
-  ProbeResult r;
-  HwProfile& p = r.profile;
-  const probe_kernels::Kernels& k = probe_kernels::for_active_isa();
+namespace {
 
+// The machine's description: CPU, cores, ISA, caches and memory. Returns the
+// memory figures, whose available part bounds the bandwidth buffer.
+MemInfo describe_machine(const ProbeOptions& opt, HwProfile& p) {
   p.date = iso_utc_now();
   p.cpu_model = cpu_model();
   p.threads = kernels::ThreadPool::default_threads();
@@ -538,40 +542,40 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   const MemInfo mem = read_meminfo(opt.meminfo_path);
   p.mem_bytes = mem.total_bytes;
   if (!p.mem_bytes) throw Error("cannot tell how much memory this machine has (" + opt.meminfo_path + ")");
+  return mem;
+}
 
-  if (const double load = read_loadavg(); load >= std::max(0.5, 0.1 * p.threads))
-    r.notes.push_back("load average " + fmt_num(load, 2) + " when the probe started: other processes compete for "
-                      "the cores and memory, the figures may be low");
-  const int n = opt.max_threads > 0 ? std::min(opt.max_threads, p.threads) : p.threads;
-  progress("probe: " + p.cpu_model + ", " + std::to_string(p.cores) + " cores / " + thread_word(p.threads) + ", " +
-           p.simd + "; L1d " + binary_size(p.l1d_bytes) + ", L2 " + binary_size(p.l2_bytes) + ", L3 " +
-           binary_size(p.l3_bytes) + "; " + binary_size(p.mem_bytes) + " RAM");
-
-  // ---- bandwidth
-  constexpr uint64_t MiB = uint64_t(1) << 20, GiB = uint64_t(1) << 30;
-  // 4 x L3, not 8 x as until 2026-12-03: on a 480 MiB-L3 VM touching 3.75
-  // GiB took 2.7-4.5 s and the whole probe 30.0-30.9 s in a slow hour
-  // (docs/probe.md).
+// The streaming buffer: 4 x L3 so that a pass leaves the caches (8 x made the
+// first touch take seconds on large-L3 VMs, docs/probe.md), at most half the
+// available memory, halved until mmap gives it.
+std::unique_ptr<Buffer> bandwidth_buffer(const ProbeOptions& opt, const HwProfile& p, const MemInfo& mem,
+                                         std::vector<std::string>& notes) {
   uint64_t want = opt.bw_buffer_bytes;
-  if (!want) want = opt.quick ? std::max(256 * MiB, 4 * p.l3_bytes) : std::max(1 * GiB, 4 * p.l3_bytes);
+  if (!want) want = opt.quick ? std::max(256 * kMiB, 4 * p.l3_bytes) : std::max(1 * kGiB, 4 * p.l3_bytes);
   const uint64_t cap = mem.available_bytes / 2;
   if (!opt.bw_buffer_bytes && cap && want > cap) {
     want = cap;
-    r.notes.push_back("bandwidth buffer capped at half the available memory (" + binary_size(cap) + ")");
+    notes.push_back("bandwidth buffer capped at half the available memory (" + binary_size(cap) + ")");
   }
-  want = std::max<uint64_t>(want & ~(2 * MiB - 1), 2 * MiB);  // whole 2 MiB pages
+  want = std::max<uint64_t>(want & ~(2 * kMiB - 1), 2 * kMiB);  // whole 2 MiB pages
   std::unique_ptr<Buffer> buf;
-  for (uint64_t size = want; size >= 2 * MiB; size = (size / 2) & ~(2 * MiB - 1)) {
+  for (uint64_t size = want; size >= 2 * kMiB; size = (size / 2) & ~(2 * kMiB - 1)) {
     buf = std::make_unique<Buffer>(size_t(size));
     if (buf->p) break;
     buf.reset();
   }
   if (!buf) throw Error("cannot allocate a buffer for the bandwidth test (" + binary_size(want) + ")");
-  if (buf->bytes < want) r.notes.push_back("bandwidth buffer reduced to " + binary_size(buf->bytes) + " (mmap failed)");
+  if (buf->bytes < want) notes.push_back("bandwidth buffer reduced to " + binary_size(buf->bytes) + " (mmap failed)");
   if (p.l3_bytes && buf->bytes < 4 * p.l3_bytes)
-    r.notes.push_back("bandwidth buffer is only " + binary_size(buf->bytes) + ", " +
-                      fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) +
-                      "x the L3: part of it may be read from cache");
+    notes.push_back("bandwidth buffer is only " + binary_size(buf->bytes) + ", " +
+                    fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) + "x the L3: part of it may be read from cache");
+  return buf;
+}
+
+void probe_bandwidth(const ProbeOptions& opt, const probe_kernels::Kernels& k, int n, const MemInfo& mem,
+                     const Progress& progress, ProbeResult& r) {
+  HwProfile& p = r.profile;
+  const std::unique_ptr<Buffer> buf = bandwidth_buffer(opt, p, mem, r.notes);
   r.bw_buffer_bytes = buf->bytes;
   // First touch by the threads that will read each slice (pages land on their
   // NUMA node); nonzero bytes, so no page stays the shared zero page.
@@ -583,15 +587,17 @@ ProbeResult run_probe(const ProbeOptions& opt) {
            (p.l3_bytes ? " (" + fmt_num(double(buf->bytes) / double(p.l3_bytes), 2) + "x L3)" : std::string()) +
            " in " + fmt_seconds(touch_s));
   const int passes = opt.bw_passes > 0 ? opt.bw_passes : (opt.quick ? 3 : 8);
-  // Windows of 2 x L3 (at least 64 MiB), at most a quarter of the buffer.
-  const uint64_t window = std::max<uint64_t>(4096, std::min(std::max(64 * MiB, 2 * p.l3_bytes), buf->bytes / 4));
+  // Windows of 2 x L3 (at least 64 kMiB), at most a quarter of the buffer.
+  const uint64_t window = std::max<uint64_t>(4096, std::min(std::max(64 * kMiB, 2 * p.l3_bytes), buf->bytes / 4));
   r.bw_window_bytes = window;
   p.mem_read_bw = measure_bandwidth(k, *buf, window, bandwidth_thread_counts(n, std::min(p.cores, n)), passes,
                                     opt.quick ? 4.0 : 7.0, progress, r.notes);
   p.read_bw_by_size = measure_sized_bandwidth(k, *buf, n, p.l2_bytes, p.l3_bytes, opt.quick, progress);
-  buf.reset();
+}
 
-  // ---- compute
+void probe_compute(const ProbeOptions& opt, const probe_kernels::Kernels& k, int n, const Progress& progress,
+                   ProbeResult& r) {
+  HwProfile& p = r.profile;
   // Many short runs rather than a few long ones: on a shared machine the best
   // of them is likelier to be a window nobody else used.
   const double run_s = opt.compute_run_s > 0 ? opt.compute_run_s : 0.005;
@@ -617,18 +623,34 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   busy_note("int8", i8);
   r.int8_ops_1t = i8.one;
   p.peak_int8_ops = i8.all;
-  auto ops = [](double v) {
-    std::string s = fmt_flops(v);
-    return s.replace(s.find("FLOP/s"), 6, "op/s");
-  };
-  progress("probe: int8 dot (" + r.int8_method + "): 1 thread " + ops(i8.one) + ", " + thread_word(n) + " " +
-           ops(i8.all));
+  progress("probe: int8 dot (" + r.int8_method + "): 1 thread " + fmt_ops(i8.one) + ", " + thread_word(n) + " " +
+           fmt_ops(i8.all));
+}
 
-  // ---- kvlab's kernels: a stream twice the L3 (at least 128 MiB, so
-  // small-L3 machines still read from DRAM; the working-set curve above
-  // shows where DRAM starts), no bigger than the bandwidth buffer, which was
-  // sized to the free memory.
-  p.kernels = measure_engine_kernels(n, std::min<uint64_t>(r.bw_buffer_bytes, std::max(128 * MiB, 2 * p.l3_bytes)),
+}  // namespace
+
+ProbeResult run_probe(const ProbeOptions& opt) {
+  const Clock::time_point start = Clock::now();
+  const Progress progress{opt.progress};
+  ProbeResult r;
+  HwProfile& p = r.profile;
+  const probe_kernels::Kernels& k = probe_kernels::for_active_isa();
+  const MemInfo mem = describe_machine(opt, p);
+  if (const double load = read_loadavg(); load >= std::max(0.5, 0.1 * p.threads))
+    r.notes.push_back("load average " + fmt_num(load, 2) + " when the probe started: other processes compete for "
+                      "the cores and memory, the figures may be low");
+  const int n = opt.max_threads > 0 ? std::min(opt.max_threads, p.threads) : p.threads;
+  progress("probe: " + p.cpu_model + ", " + std::to_string(p.cores) + " cores / " + thread_word(p.threads) + ", " +
+           p.simd + "; L1d " + binary_size(p.l1d_bytes) + ", L2 " + binary_size(p.l2_bytes) + ", L3 " +
+           binary_size(p.l3_bytes) + "; " + binary_size(p.mem_bytes) + " RAM");
+
+  probe_bandwidth(opt, k, n, mem, progress, r);
+  probe_compute(opt, k, n, progress, r);
+  // kvlab's kernels: a stream twice the L3 (at least 128 MiB, so small-L3
+  // machines still read from DRAM; the working-set curve shows where DRAM
+  // starts), no bigger than the bandwidth buffer, which was sized to the free
+  // memory.
+  p.kernels = measure_engine_kernels(n, std::min<uint64_t>(r.bw_buffer_bytes, std::max(128 * kMiB, 2 * p.l3_bytes)),
                                      opt.quick, opt.progress);
   if (n < p.threads) r.notes.push_back("measured on " + thread_word(n) + " of " + std::to_string(p.threads));
   r.seconds = seconds_since(start);
@@ -700,24 +722,9 @@ void write_hw_profile(const HwProfile& p, const std::string& path) {
 
 // ---- report --------------------------------------------------------------------
 
-std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const std::string& path) {
-  auto ops = [](double v) {
-    std::string s = fmt_flops(v);
-    return s.replace(s.find("FLOP/s"), 6, "op/s");
-  };
-  std::ostringstream o;
-  o << "## Hardware profile: " << p.cpu_model << "\n\n";
-  o << "probed " << p.date;
-  if (m) o << " in " << fmt_seconds(m->seconds);
-  if (!path.empty()) o << "; profile: " << path;
-  o << "\n\n| | |\n|---|---|\n";
-  o << "| CPU | " << p.cpu_model << " |\n";
-  o << "| cores / threads | " << p.cores << " / " << p.threads << " |\n";
-  o << "| SIMD (kernels) | " << p.simd << " |\n";
-  o << "| caches | L1d " << binary_size(p.l1d_bytes) << ", L2 " << binary_size(p.l2_bytes) << " per core; L3 "
-    << binary_size(p.l3_bytes) << " |\n";
-  o << "| memory | " << binary_size(p.mem_bytes) << " |\n\n";
+namespace {
 
+void render_bandwidth_md(std::ostringstream& o, const HwProfile& p, const ProbeResult* m) {
   o << "### Memory read bandwidth";
   if (m) o << " (" << binary_size(m->bw_buffer_bytes) << " buffer, best " << binary_size(m->bw_window_bytes) << " window)";
   o << "\n\n| threads | read bandwidth | per thread | vs 1 thread | sustained (best whole pass) |\n"
@@ -735,7 +742,9 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
       o << "| " << binary_size(uint64_t(b.bytes)) << " | " << fmt_bandwidth(b.bytes_per_s) << " | "
         << fmt_factor(b.bytes_per_s / p.read_bw_by_size.back().bytes_per_s) << " |\n";
   }
+}
 
+void render_compute_md(std::ostringstream& o, const HwProfile& p, const ProbeResult* m) {
   const double bw = p.best_read_bw();
   const std::string all = "all " + thread_word(p.threads);
   o << "\n### Peak compute\n\n| | 1 thread | " << all << " | ridge point (" << all << ") | loop |\n"
@@ -744,44 +753,71 @@ std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const
     << fmt_flops(p.peak_fp32_flops) << " | "
     << (bw > 0 ? fmt_num(p.peak_fp32_flops / bw) + " FLOP/byte" : std::string("-")) << " | "
     << (m ? m->fp32_method : std::string("-")) << " |\n";
-  o << "| int8 dot | " << (m ? ops(m->int8_ops_1t) : std::string("-")) << " | "
-    << (p.peak_int8_ops > 0 ? ops(p.peak_int8_ops) : std::string("not measured")) << " | "
+  o << "| int8 dot | " << (m ? fmt_ops(m->int8_ops_1t) : std::string("-")) << " | "
+    << (p.peak_int8_ops > 0 ? fmt_ops(p.peak_int8_ops) : std::string("not measured")) << " | "
     << (bw > 0 && p.peak_int8_ops > 0 ? fmt_num(p.peak_int8_ops / bw) + " op/byte" : std::string("-")) << " | "
     << (m ? m->int8_method : std::string("-")) << " |\n";
   o << "\nRidge point: peak / best read bandwidth (" << fmt_bandwidth(bw)
     << "); a kernel doing fewer operations per byte read from memory is bandwidth-bound. "
        "int8 op = 2 per int8 multiply-add.\n";
+}
+
+void render_matmul_md(std::ostringstream& o, const HwProfile& p, const KernelRates& k) {
+  const double bw = p.best_read_bw();
+  o << "\n### kvlab's kernels (" << thread_word(k.threads)
+    << ", the median of a few runs)\n\nMatmul, decode: one token, weights streamed from DRAM: time = bytes / "
+       "rate + rows x per-row cost + calls x per-call cost. Prefill: 512 tokens, weights in cache: time = FLOPs / "
+       "rate + tokens x (cols x per-input cost + rows x per-output cost). Fractions are of the read bandwidth "
+       "and of the peak of the arithmetic the kernel uses (int8 dot for q8_0/q4_x, fp32 FMA otherwise).\n\n"
+    << "| weights | decode rate | of read bandwidth | per row | per call | prefill rate | of peak | per input | per output |\n"
+    << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const MatmulRate& r : k.matmul) {
+    const bool integer = r.weights.rfind("q", 0) == 0;
+    const double peak = integer ? p.peak_int8_ops : p.peak_fp32_flops;
+    o << "| " << r.weights << " | " << fmt_bandwidth(r.gemv_bytes_per_s) << " | "
+      << (bw > 0 ? fmt_num(100 * r.gemv_bytes_per_s / bw, 2) + "%" : std::string("-")) << " | "
+      << fmt_seconds(r.gemv_row_s) << " | " << fmt_seconds(r.gemv_call_s) << " | "
+      << (integer ? fmt_ops(r.gemm_ops_per_s) : fmt_flops(r.gemm_ops_per_s))
+      << " | " << (peak > 0 ? fmt_num(100 * r.gemm_ops_per_s / peak, 2) + "%" : std::string("-")) << " | "
+      << fmt_seconds(r.gemm_input_s) << " | " << fmt_seconds(r.gemm_output_s) << " |\n";
+  }
+}
+
+void render_attention_md(std::ostringstream& o, const HwProfile& p, const KernelRates& k) {
+  auto of_fp32 = [&](double v) { return fmt_num(100 * v / p.peak_fp32_flops, 2) + "%"; };
+  o << "\nAttention (4·head_dim + 6 FLOP per query-key pair): decode is one token over 4096 positions, "
+       "prefill 512 tokens over positions 1..512.\n\n"
+    << "| KV cache | head_dim | query heads per KV head | decode | of fp32 peak | prefill | of fp32 peak |\n"
+       "|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const AttentionRate& a : k.attention)
+    o << "| " << a.kv << " | " << a.head_dim << " | " << a.heads << " | " << fmt_flops(a.decode_flops_per_s) << " | "
+      << of_fp32(a.decode_flops_per_s) << " | " << fmt_flops(a.prefill_flops_per_s) << " | "
+      << of_fp32(a.prefill_flops_per_s) << " |\n";
+  o << "\nElement-wise ops (norms, RoPE, SiLU·up, residual adds): " << fmt_flops(k.elementwise_flops_per_s) << ", "
+    << of_fp32(k.elementwise_flops_per_s) << " of the fp32 peak. Thread pool: " << fmt_seconds(k.dispatch_s)
+    << " per job.\n";
+}
+
+}  // namespace
+
+std::string render_hw_profile_md(const HwProfile& p, const ProbeResult* m, const std::string& path) {
+  std::ostringstream o;
+  o << "## Hardware profile: " << p.cpu_model << "\n\n";
+  o << "probed " << p.date;
+  if (m) o << " in " << fmt_seconds(m->seconds);
+  if (!path.empty()) o << "; profile: " << path;
+  o << "\n\n| | |\n|---|---|\n";
+  o << "| CPU | " << p.cpu_model << " |\n";
+  o << "| cores / threads | " << p.cores << " / " << p.threads << " |\n";
+  o << "| SIMD (kernels) | " << p.simd << " |\n";
+  o << "| caches | L1d " << binary_size(p.l1d_bytes) << ", L2 " << binary_size(p.l2_bytes) << " per core; L3 "
+    << binary_size(p.l3_bytes) << " |\n";
+  o << "| memory | " << binary_size(p.mem_bytes) << " |\n\n";
+  render_bandwidth_md(o, p, m);
+  render_compute_md(o, p, m);
   if (p.kernels) {
-    const KernelRates& k = *p.kernels;
-    o << "\n### kvlab's kernels (" << thread_word(k.threads)
-      << ", the median of a few runs)\n\nMatmul, decode: one token, weights streamed from DRAM: time = bytes / "
-         "rate + rows x per-row cost + calls x per-call cost. Prefill: 512 tokens, weights in cache: time = FLOPs / "
-         "rate + tokens x (cols x per-input cost + rows x per-output cost). Fractions are of the read bandwidth "
-         "and of the peak of the arithmetic the kernel uses (int8 dot for q8_0/q4_x, fp32 FMA otherwise).\n\n"
-      << "| weights | decode rate | of read bandwidth | per row | per call | prefill rate | of peak | per input | per output |\n"
-      << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    for (const MatmulRate& r : k.matmul) {
-      const bool integer = r.weights.rfind("q", 0) == 0;
-      const double peak = integer ? p.peak_int8_ops : p.peak_fp32_flops;
-      o << "| " << r.weights << " | " << fmt_bandwidth(r.gemv_bytes_per_s) << " | "
-        << (bw > 0 ? fmt_num(100 * r.gemv_bytes_per_s / bw, 2) + "%" : std::string("-")) << " | "
-        << fmt_seconds(r.gemv_row_s) << " | " << fmt_seconds(r.gemv_call_s) << " | "
-        << (integer ? ops(r.gemm_ops_per_s) : fmt_flops(r.gemm_ops_per_s))
-        << " | " << (peak > 0 ? fmt_num(100 * r.gemm_ops_per_s / peak, 2) + "%" : std::string("-")) << " | "
-        << fmt_seconds(r.gemm_input_s) << " | " << fmt_seconds(r.gemm_output_s) << " |\n";
-    }
-    auto of_fp32 = [&](double v) { return fmt_num(100 * v / p.peak_fp32_flops, 2) + "%"; };
-    o << "\nAttention (4·head_dim + 6 FLOP per query-key pair): decode is one token over 4096 positions, "
-         "prefill 512 tokens over positions 1..512.\n\n"
-      << "| KV cache | head_dim | query heads per KV head | decode | of fp32 peak | prefill | of fp32 peak |\n"
-         "|---|---:|---:|---:|---:|---:|---:|\n";
-    for (const AttentionRate& a : k.attention)
-      o << "| " << a.kv << " | " << a.head_dim << " | " << a.heads << " | " << fmt_flops(a.decode_flops_per_s) << " | "
-        << of_fp32(a.decode_flops_per_s) << " | " << fmt_flops(a.prefill_flops_per_s) << " | "
-        << of_fp32(a.prefill_flops_per_s) << " |\n";
-    o << "\nElement-wise ops (norms, RoPE, SiLU·up, residual adds): " << fmt_flops(k.elementwise_flops_per_s) << ", "
-      << of_fp32(k.elementwise_flops_per_s) << " of the fp32 peak. Thread pool: " << fmt_seconds(k.dispatch_s)
-      << " per job.\n";
+    render_matmul_md(o, p, *p.kernels);
+    render_attention_md(o, p, *p.kernels);
   }
   if (m && !m->notes.empty()) {
     o << "\nNotes:\n";

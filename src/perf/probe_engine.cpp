@@ -146,73 +146,61 @@ void fill_weights(tensor::DType t, uint8_t* p, size_t bytes) {
   for (size_t off = rb; off < bytes; off += rb) std::memcpy(p + off, p, std::min(rb, bytes - off));
 }
 
-MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kernels::ThreadPool& pool,
-                          const Timer& timer) {
-  const tensor::DTypeInfo& info = tensor::dtype_info(t);
-  MatmulRate r;
-  r.weights = std::string(info.name);
+// What one weight dtype's matmul measurements share: activations and outputs
+// big enough for every shape, on cache-line boundaries as the engine's
+// (model/model.h), and the pool and scratch the matmuls run on.
+struct MatmulBench {
+  tensor::DType t;
+  kernels::ThreadPool& pool;
+  const Timer& timer;
   kernels::MatmulScratch scratch;
-  // On cache-line boundaries, as the engine's (model/model.h).
-  AlignedVector<float> x(kGemmTokens * 4 * kGemmDim, 0.5f), y(kGemmTokens * std::max(4 * kGemmDim, kShortRows));
+  AlignedVector<float> x = AlignedVector<float>(kGemmTokens * 4 * kGemmDim, 0.5f);
+  AlignedVector<float> y = AlignedVector<float>(kGemmTokens * std::max(4 * kGemmDim, kShortRows));
+
   // A `rows` x `cols` matrix of valid weights at `at`, in the layout the
   // engine loads them in (kernels/rows8.h). Re-filled for every shape (the
   // rows-of-8 layout depends on it).
-  auto place = [&](uint8_t* at, size_t rows, size_t cols) {
+  kernels::WeightMatrix place(uint8_t* at, size_t rows, size_t cols) const {
     kernels::WeightMatrix m{t, at, rows, cols, *tensor::row_bytes(t, cols)};
     fill_weights(t, at, m.bytes());
     kernels::relayout_rows8(m, at);
     return m;
-  };
-  // `n` such matrices filling the buffer from the start, only as far as they reach.
-  auto matrices = [&](size_t rows, size_t cols, size_t n) {
-    std::vector<kernels::WeightMatrix> ms;
-    for (size_t i = 0; i < n; ++i) ms.push_back(place(buf + i * rows * *tensor::row_bytes(t, cols), rows, cols));
-    return ms;
-  };
+  }
+  void multiply(const kernels::WeightMatrix& w, size_t tokens) {
+    kernels::matmul(w, x.data(), tokens, y.data(), pool, scratch);
+  }
+};
+
+// Decode: three shapes over the same bytes: long rows (A), short rows (B: 8x
+// the rows of A, as many calls), and B cut into matrices 8x smaller (C: as
+// many rows as B, 8x the calls). t = bytes / rate + rows · t_row + calls ·
+// t_call for each: three equations, three unknowns. Negative costs are noise
+// around zero.
+void measure_gemv(MatmulBench& b, uint8_t* buf, size_t buf_bytes, MatmulRate& r) {
   // One pass over the buffer (>= 2 x L3, so from DRAM) as `n` matrices of
-  // `rows` x `cols`, one token each: the decode matmul. Seconds.
+  // `rows` x `cols` filling it from the start, one token each: the decode
+  // matmul. Seconds.
   auto pass = [&](size_t rows, size_t cols, size_t n) {
-    const auto ms = matrices(rows, cols, n);
-    return timer.median([&] {
-      for (const auto& m : ms) kernels::matmul(m, x.data(), 1, y.data(), pool, scratch);
+    std::vector<kernels::WeightMatrix> ms;
+    for (size_t i = 0; i < n; ++i) ms.push_back(b.place(buf + i * rows * *tensor::row_bytes(b.t, cols), rows, cols));
+    return b.timer.median([&] {
+      for (const auto& m : ms) b.multiply(m, 1);
     });
   };
-  // Three shapes over the same bytes: long rows (A), short rows (B: 8x the
-  // rows of A, as many calls), and B cut into matrices 8x smaller (C: as many
-  // rows as B, 8x the calls). t = bytes / rate + rows · t_row + calls · t_call
-  // for each: three equations, three unknowns. Negative costs are noise
-  // around zero.
-  const size_t n = buf_bytes / (kLongRows * *tensor::row_bytes(t, kLongCols));
-  const double bytes = double(n * kLongRows * *tensor::row_bytes(t, kLongCols));
+  const size_t n = buf_bytes / (kLongRows * *tensor::row_bytes(b.t, kLongCols));
+  const double bytes = double(n * kLongRows * *tensor::row_bytes(b.t, kLongCols));
   const double t_a = pass(kLongRows, kLongCols, n), t_b = pass(kShortRows, kShortCols, n);
   const double t_c = pass(kShortRows / 8, kShortCols, 8 * n);
   r.gemv_call_s = std::max(0.0, (t_c - t_b) / double(7 * n));
   r.gemv_row_s = std::max(0.0, (t_b - t_a) / double(n * (kShortRows - kLongRows)));
   r.gemv_bytes_per_s =
       bytes / std::max(1e-9, t_a - double(n * kLongRows) * r.gemv_row_s - double(n) * r.gemv_call_s);
+}
 
-  // Prefill: a 512-token chunk against a cached matrix, 2 op per
-  // multiply-add, for three matrices of the same FLOPs: square, tall and
-  // wide. t = FLOPs / rate + tokens · (cols · input_s + rows · output_s) for
-  // each: three equations, three unknowns (a negative cost is noise around
-  // zero).
-  // A run takes a few milliseconds, so a few of them can catch a burst of
-  // speed the engine's seconds-long prefills do not sustain (one round in
-  // three of bench/sim-vs-measured priced prefill 1.5x fast when runs were
-  // 64 tokens): the median of many runs over a longer window, the three
-  // shapes in turn, so all see the machine in the same state.
-  kernels::WeightMatrix gemms[std::size(kGemmShapes)];
-  for (size_t i = 0, at = 0; i < std::size(kGemmShapes); ++i) {
-    gemms[i] = place(buf + at, kGemmShapes[i].rows, kGemmShapes[i].cols);
-    at += gemms[i].bytes();
-  }
-  auto gemm = [&](const kernels::WeightMatrix& w) { kernels::matmul(w, x.data(), kGemmTokens, y.data(), pool, scratch); };
-  for (const kernels::WeightMatrix& w : gemms) gemm(w);  // warm the caches
-  // As many matmuls as 4x the least and 8x the most runs of one.
-  const Timer sustained{timer.min_runs * 4 / 3, timer.max_runs * 8 / 3, timer.max_s * 3};
-  const std::array<double, 3> s = sustained.medians([&] { gemm(gemms[0]); }, [&] { gemm(gemms[1]); },
-                                                    [&] { gemm(gemms[2]); });
-  // Less the square's time: d_i = tokens · (dcols_i · input_s + drows_i · output_s), i = 1, 2.
+// The prefill costs from the seconds `s` of the three kGemmShapes: each other
+// shape's time less the square's is
+// d_i = tokens · (dcols_i · input_s + drows_i · output_s), i = 1, 2.
+void solve_gemm_costs(const std::array<double, 3>& s, MatmulRate& r) {
   double dc[2], dr[2], d[2];
   for (int i = 0; i < 2; ++i) {
     dc[i] = double(kGemmTokens) * (double(kGemmShapes[i + 1].cols) - double(kGemmShapes[0].cols));
@@ -225,6 +213,39 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
   const double fixed = double(kGemmTokens) * (double(kGemmShapes[0].cols) * r.gemm_input_s +
                                               double(kGemmShapes[0].rows) * r.gemm_output_s);
   r.gemm_ops_per_s = 2.0 * double(kGemmDim * kGemmDim * kGemmTokens) / std::max(1e-9, s[0] - fixed);
+}
+
+// Prefill: a 512-token chunk against a cached matrix, 2 op per multiply-add,
+// for three matrices of the same FLOPs: square, tall and wide. t = FLOPs /
+// rate + tokens · (cols · input_s + rows · output_s) for each: three
+// equations, three unknowns (a negative cost is noise around zero).
+// A run takes a few milliseconds, so a few of them can catch a burst of speed
+// the engine's seconds-long prefills do not sustain (one round in three of
+// bench/sim-vs-measured priced prefill 1.5x fast when runs were 64 tokens):
+// the median of many runs over a longer window, the three shapes in turn, so
+// all see the machine in the same state.
+void measure_gemm(MatmulBench& b, uint8_t* buf, MatmulRate& r) {
+  kernels::WeightMatrix gemms[std::size(kGemmShapes)];
+  for (size_t i = 0, at = 0; i < std::size(kGemmShapes); ++i) {
+    gemms[i] = b.place(buf + at, kGemmShapes[i].rows, kGemmShapes[i].cols);
+    at += gemms[i].bytes();
+  }
+  for (const kernels::WeightMatrix& w : gemms) b.multiply(w, kGemmTokens);  // warm the caches
+  // As many matmuls as 4x the least and 8x the most runs of one.
+  const Timer sustained{b.timer.min_runs * 4 / 3, b.timer.max_runs * 8 / 3, b.timer.max_s * 3};
+  solve_gemm_costs(sustained.medians([&] { b.multiply(gemms[0], kGemmTokens); },
+                                     [&] { b.multiply(gemms[1], kGemmTokens); },
+                                     [&] { b.multiply(gemms[2], kGemmTokens); }),
+                   r);
+}
+
+MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kernels::ThreadPool& pool,
+                          const Timer& timer) {
+  MatmulRate r;
+  r.weights = std::string(tensor::dtype_info(t).name);
+  MatmulBench b{t, pool, timer};
+  measure_gemv(b, buf, buf_bytes, r);
+  measure_gemm(b, buf, r);
   return r;
 }
 

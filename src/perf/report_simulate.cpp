@@ -57,8 +57,9 @@ std::string crossover_text(const Simulation& s) {
          fmt_num(s.machine.flops / s.machine.bytes_per_s) + " FLOP/byte), " + where + ".\n";
 }
 
-std::string render_md(const Simulation& s) {
-  std::ostringstream o;
+// The heading and the first half of the inputs table: the model, its weights
+// and KV cache, and how matmuls and memory reads are priced.
+void render_inputs_md(std::ostringstream& o, const Simulation& s) {
   const ParamCount n = param_count(s.model);
   o << "## Simulation: " << s.model_id << " on " << s.hw.name << "\n\n";
   o << "| input | value |\n|---|---|\n";
@@ -92,6 +93,11 @@ std::string render_md(const Simulation& s) {
       << " rows + " << fmt_seconds(s.opt.eff.call_s) << " x " << fmt_num(matmul_calls(s.model)) << " matmuls = "
       << fmt_seconds(s.opt.eff.row_s * matmul_rows(s.model) + s.opt.eff.call_s * matmul_calls(s.model))
       << " per memory-bound pass |\n";
+}
+
+// The rest of the inputs table: attention, element-wise ops, per-layer
+// overhead, and where the efficiencies and the hardware figures come from.
+void render_attention_and_sources_md(std::ostringstream& o, const Simulation& s) {
   o << "| attention priced | " << precision_name(s.machine.attention_precision) << " "
     << fmt_flops(s.machine.attention_peak_flops) << " x " << fmt_num(s.opt.eff.attention_or_compute(), 2) << " = "
     << fmt_flops(s.machine.attention_rate());
@@ -109,7 +115,11 @@ std::string render_md(const Simulation& s) {
     << " per layer = " << fmt_seconds(s.prefill.overhead_s) << " per pass |\n";
   o << "| efficiencies | " << s.opt.eff.source << " |\n";
   o << "| hardware source | " << s.hw.source << " |\n\n";
+}
 
+// Whether it fits, then TTFT, decode steps and total, with and without the
+// KV cache, and where decode turns compute-bound.
+void render_summary_md(std::ostringstream& o, const Simulation& s) {
   o << "Memory: weights " << fmt_bytes(s.weight_bytes) << " + KV " << fmt_bytes(s.kv_bytes_final) << " = "
     << fmt_bytes(s.weight_bytes + s.kv_bytes_final) << " of " << fmt_bytes(s.hw.mem_bytes) << ": "
     << (s.fits ? "fits" : "does NOT fit; the times below assume it did (a real run would offload and be slower)")
@@ -144,23 +154,33 @@ std::string render_md(const Simulation& s) {
       << fmt_flop_count(t.flops) << ": " << fmt_num(t.flops / t.bytes) << " FLOP/byte against a ridge of "
       << fmt_num(s.machine.flops / s.machine.bytes_per_s) << ", " << bound_name(t.bound) << ".\n";
   }
+}
 
-  if (!s.steps.empty()) {
-    o << "\n### Per position (sampled; -o csv lists every step)\n\n| position |"
-      << (c ? " cached ms | cached tok/s | bound |" : "") << (u ? " no-cache ms | no-cache tok/s | bound |" : "")
-      << "\n|---|" << (c ? "---|---|---|" : "") << (u ? "---|---|---|" : "") << "\n";
-    for (size_t i : sampled_steps(s)) {
-      const Step& st = s.steps[i];
-      o << "| " << st.position << " |";
-      if (c)
-        o << " " << fmt_num(st.cached.seconds * 1e3) << " | " << fmt_num(tok_s(st.cached)) << " | "
-          << bound_name(st.cached.bound) << " |";
-      if (u)
-        o << " " << fmt_num(st.naive.seconds * 1e3) << " | " << fmt_num(tok_s(st.naive)) << " | "
-          << bound_name(st.naive.bound) << " |";
-      o << "\n";
-    }
+void render_positions_md(std::ostringstream& o, const Simulation& s) {
+  if (s.steps.empty()) return;
+  const bool c = s.opt.with_cache, u = s.opt.without_cache;
+  o << "\n### Per position (sampled; -o csv lists every step)\n\n| position |"
+    << (c ? " cached ms | cached tok/s | bound |" : "") << (u ? " no-cache ms | no-cache tok/s | bound |" : "")
+    << "\n|---|" << (c ? "---|---|---|" : "") << (u ? "---|---|---|" : "") << "\n";
+  for (size_t i : sampled_steps(s)) {
+    const Step& st = s.steps[i];
+    o << "| " << st.position << " |";
+    if (c)
+      o << " " << fmt_num(st.cached.seconds * 1e3) << " | " << fmt_num(tok_s(st.cached)) << " | "
+        << bound_name(st.cached.bound) << " |";
+    if (u)
+      o << " " << fmt_num(st.naive.seconds * 1e3) << " | " << fmt_num(tok_s(st.naive)) << " | "
+        << bound_name(st.naive.bound) << " |";
+    o << "\n";
   }
+}
+
+std::string render_md(const Simulation& s) {
+  std::ostringstream o;
+  render_inputs_md(o, s);
+  render_attention_and_sources_md(o, s);
+  render_summary_md(o, s);
+  render_positions_md(o, s);
   return o.str();
 }
 

@@ -34,47 +34,56 @@ int32_t argmax(std::span<const float> logits) {
 Sampler::Sampler(const Params& p) : p_(p), rng_(p.seed) { validate(p); }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  // The logits the chain sees: the row itself, or a copy with the bias and
-  // the penalties.
-  std::span<const float> l = logits;
+  const std::span<const float> l = adjusted_logits(logits, history);
+  if (p_.temperature == 0.f) return argmax(l);
+  select_candidates(l);
+  softmax();
+  keep_top_p();
+  keep_min_p();
+  return draw();
+}
+
+std::span<const float> Sampler::adjusted_logits(std::span<const float> logits, std::span<const int32_t> history) {
   const bool penalties = p_.repeat_last_n > 0 &&
                          (p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0.f || p_.presence_penalty != 0.f);
-  if (penalties || !p_.logit_bias.empty()) {
-    penalized_.assign(logits.begin(), logits.end());
-    for (const auto& [id, bias] : p_.logit_bias) {
-      if (size_t(id) >= penalized_.size())
-        throw Error("logit bias for token id " + std::to_string(id) + ": the logits have " +
-                    std::to_string(penalized_.size()) + " ids");
-      penalized_[size_t(id)] += bias;
-    }
-    if (penalties) {
-      // Occurrences of each id in the window: sorted ids, then runs.
-      const size_t n = std::min(history.size(), size_t(p_.repeat_last_n));
-      window_.assign(history.end() - ptrdiff_t(n), history.end());
-      std::sort(window_.begin(), window_.end());
-      counts_.clear();
-      for (size_t i = 0; i < window_.size();) {
-        size_t j = i;
-        while (j < window_.size() && window_[j] == window_[i]) ++j;
-        counts_.push_back({window_[i], int(j - i)});
-        i = j;
-      }
-      for (const auto& [id, count] : counts_) {
-        if (id < 0 || size_t(id) >= penalized_.size()) continue;
-        float& v = penalized_[size_t(id)];
-        v = v > 0 ? v / p_.repeat_penalty : v * p_.repeat_penalty;
-        v -= float(count) * p_.frequency_penalty + p_.presence_penalty;
-      }
-    }
-    l = penalized_;
+  if (!penalties && p_.logit_bias.empty()) return logits;
+  penalized_.assign(logits.begin(), logits.end());
+  for (const auto& [id, bias] : p_.logit_bias) {
+    if (size_t(id) >= penalized_.size())
+      throw Error("logit bias for token id " + std::to_string(id) + ": the logits have " +
+                  std::to_string(penalized_.size()) + " ids");
+    penalized_[size_t(id)] += bias;
   }
-  if (p_.temperature == 0.f) return argmax(l);
+  if (penalties) penalize(history);
+  return penalized_;
+}
 
-  // Candidates in decreasing logit order, ties to the lower id: the top_k of
-  // them, or all. The top k come from one pass that keeps the k best seen so
-  // far in a heap (its root the weakest, replaced by any better logit), not
-  // from building and partially sorting all n: the same set, ~5x faster on
-  // SmolLM2's 49152 logits.
+void Sampler::penalize(std::span<const int32_t> history) {
+  // Occurrences of each id in the window: sorted ids, then runs.
+  const size_t n = std::min(history.size(), size_t(p_.repeat_last_n));
+  window_.assign(history.end() - ptrdiff_t(n), history.end());
+  std::sort(window_.begin(), window_.end());
+  counts_.clear();
+  for (size_t i = 0; i < window_.size();) {
+    size_t j = i;
+    while (j < window_.size() && window_[j] == window_[i]) ++j;
+    counts_.push_back({window_[i], int(j - i)});
+    i = j;
+  }
+  for (const auto& [id, count] : counts_) {
+    if (id < 0 || size_t(id) >= penalized_.size()) continue;
+    float& v = penalized_[size_t(id)];
+    v = v > 0 ? v / p_.repeat_penalty : v * p_.repeat_penalty;
+    v -= float(count) * p_.frequency_penalty + p_.presence_penalty;
+  }
+}
+
+// Candidates in decreasing logit order, ties to the lower id: the top_k of
+// them, or all. The top k come from one pass that keeps the k best seen so
+// far in a heap (its root the weakest, replaced by any better logit), not
+// from building and partially sorting all n: the same set, ~5x faster on
+// SmolLM2's 49152 logits.
+void Sampler::select_candidates(std::span<const float> l) {
   auto by_logit = [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
   cand_.clear();
   if (p_.top_k > 0 && size_t(p_.top_k) < l.size()) {
@@ -93,31 +102,38 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     for (size_t i = 0; i < l.size(); ++i) cand_.push_back({int32_t(i), l[i], 0.f});
     std::sort(cand_.begin(), cand_.end(), by_logit);
   }
+}
 
-  // Softmax at temperature T over the survivors (sorted, so [0] is the max).
+// Softmax at temperature T over the survivors (sorted, so [0] is the max).
+void Sampler::softmax() {
   const float mx = cand_[0].logit;
   double sum = 0;
   for (auto& c : cand_) sum += (c.p = std::exp((c.logit - mx) / p_.temperature));
   for (auto& c : cand_) c.p = float(c.p / sum);
+}
 
-  // top-p (Holtzman et al. 2019): smallest prefix whose mass reaches top_p.
-  if (p_.top_p < 1.f) {
-    double cum = 0;
-    size_t n = 0;
-    while (n < cand_.size()) {
-      cum += cand_[n++].p;
-      if (cum >= p_.top_p) break;
-    }
-    cand_.resize(std::max<size_t>(n, 1));
+// top-p (Holtzman et al. 2019): smallest prefix whose mass reaches top_p.
+void Sampler::keep_top_p() {
+  if (!(p_.top_p < 1.f)) return;
+  double cum = 0;
+  size_t n = 0;
+  while (n < cand_.size()) {
+    cum += cand_[n++].p;
+    if (cum >= p_.top_p) break;
   }
-  // min-p: drop tokens less likely than min_p times the most likely one.
-  if (p_.min_p > 0.f) {
-    const float floor = p_.min_p * cand_[0].p;
-    size_t n = 1;
-    while (n < cand_.size() && cand_[n].p >= floor) ++n;
-    cand_.resize(n);
-  }
+  cand_.resize(std::max<size_t>(n, 1));
+}
 
+// min-p: drop tokens less likely than min_p times the most likely one.
+void Sampler::keep_min_p() {
+  if (!(p_.min_p > 0.f)) return;
+  const float floor = p_.min_p * cand_[0].p;
+  size_t n = 1;
+  while (n < cand_.size() && cand_[n].p >= floor) ++n;
+  cand_.resize(n);
+}
+
+int32_t Sampler::draw() {
   double total = 0;
   for (auto& c : cand_) total += c.p;
   // A uniform draw in [0, total) from 53 random bits: the same on every platform

@@ -58,6 +58,17 @@ class Sampler {
     float logit;
     float p;
   };
+  // The steps of the chain, in order. adjusted_logits returns the row itself,
+  // or penalized_ holding it with the bias and the penalties; the steps from
+  // select_candidates on work on cand_.
+  std::span<const float> adjusted_logits(std::span<const float> logits, std::span<const int32_t> history);
+  void penalize(std::span<const int32_t> history);
+  void select_candidates(std::span<const float> logits);
+  void softmax();
+  void keep_top_p();
+  void keep_min_p();
+  int32_t draw();
+
   Params p_;
   std::mt19937_64 rng_;
   std::vector<Candidate> cand_;    // reused between calls
