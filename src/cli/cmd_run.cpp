@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "engine/attribution.h"
 #include "engine/generate.h"
+#include "engine/output_processor.h"
 
 namespace kvlab::cli {
 namespace {
@@ -167,18 +168,21 @@ void run(const RunOptions& o) {
   const engine::GenerateOptions g = generate_options(o, *l.tokenizer);
 
   engine::Session session(*l.model, session_options(o.m, l.model->config()));
-  tokenizer::StreamDecoder stream(*l.tokenizer);
-  auto is_eog = [&](int32_t id) { return l.tokenizer->is_end_of_generation(id); };
-  auto print = [&](int32_t id) {
-    if (o.json || (!o.ignore_eos && is_eog(id))) return;
-    const std::string s = stream.push(id);
+  engine::OutputProcessor output(*l.tokenizer, {}, false);
+  auto write = [](const std::string& s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
   };
+  auto is_eog = [&](int32_t id) { return l.tokenizer->is_end_of_generation(id); };
+  auto print = [&](int32_t id) {
+    if (o.json || (!o.ignore_eos && is_eog(id))) return;
+    output.append(id);
+    write(output.release(false).text);
+  };
   const engine::GenerateResult r = engine::generate(session, prompt, g, is_eog, print);
   if (o.json) return print_json(l, session, g, r);
-  const std::string tail = stream.flush();
-  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  output.flush();
+  write(output.release(true).text);
   std::printf("\n");
   std::fflush(stdout);
   print_stats(session, g, r);

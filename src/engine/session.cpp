@@ -7,16 +7,6 @@
 #include "engine/logprobs.h"
 
 namespace kvlab::engine {
-
-const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::Prefill: return "prefill";
-    case Phase::Decode: return "decode";
-    case Phase::Recompute: return "recompute";
-  }
-  return "?";
-}
-
 namespace {
 SessionOptions checked(SessionOptions o) {
   if (o.n_threads == 0) o.n_threads = kernels::ThreadPool::default_threads();

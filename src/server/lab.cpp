@@ -136,8 +136,8 @@ LabRequest parse_phases(const std::string& body, const tokenizer::Tokenizer& tok
 
 Race::Race(const model::Model& m, const tokenizer::Tokenizer& tok, LabRequest req, const LabLimits& limits)
     : req_(std::move(req)),
-      cached_{"cached", engine::Session(m, session_options(req_, limits, true)), tokenizer::StreamDecoder(tok), {}, {}, {}},
-      naive_{"no_cache", engine::Session(m, session_options(req_, limits, false)), tokenizer::StreamDecoder(tok), {}, {}, {}} {}
+      cached_{"cached", engine::Session(m, session_options(req_, limits, true)), engine::OutputProcessor(tok, {}, false), {}, {}, {}},
+      naive_{"no_cache", engine::Session(m, session_options(req_, limits, false)), engine::OutputProcessor(tok, {}, false), {}, {}, {}} {}
 
 std::string Race::step(Mode& m) {
   const size_t i = m.tokens.size();
@@ -147,8 +147,10 @@ std::string Race::step(Mode& m) {
   const double dt = engine::seconds_since(t0);
   m.tokens.push_back(id);
   m.latency_s.push_back(dt);
-  std::string piece = m.decoder.push(id);
-  if (int(m.tokens.size()) == req_.n) piece += m.decoder.flush();
+  m.output.append(id);
+  const bool last = int(m.tokens.size()) == req_.n;
+  if (last) m.output.flush();
+  const std::string piece = m.output.release(last).text;
   m.text += piece;
   return sse::event(dump(json{{"type", "token"},
                               {"mode", m.name},
@@ -191,7 +193,11 @@ json run_phases(const model::Model& m, const tokenizer::Tokenizer& tok, const La
   engine::GenerateOptions g;
   g.n_predict = req.n;
   g.sampling.temperature = 0;
-  tokenizer::StreamDecoder decoder(tok);
+  engine::OutputProcessor output(tok, {}, false);
+  auto text_of = [&output](int32_t id) {
+    output.append(id);
+    return output.release(false).text;
+  };
   json tokens = json::array();
   double prev_ms = 0;
   const auto t0 = engine::Clock::now();
@@ -203,12 +209,13 @@ json run_phases(const model::Model& m, const tokenizer::Tokenizer& tok, const La
         tokens.push_back({{"index", i},
                           {"position", req.prompt.size() + i},
                           {"phase", i == 0 ? "prefill" : "decode"},
-                          {"text", decoder.push(id)},
+                          {"text", text_of(id)},
                           {"start_ms", prev_ms},
                           {"end_ms", now_ms}});
         prev_ms = now_ms;
       });
-  if (!tokens.empty()) tokens.back()["text"] = tokens.back()["text"].get<std::string>() + decoder.flush();
+  output.flush();
+  if (!tokens.empty()) tokens.back()["text"] = tokens.back()["text"].get<std::string>() + output.release(true).text;
 
   std::string profile_message;
   const std::optional<perf::HwProfile> profile = load_profile(profile_message);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/output_processor.h"
 #include "engine/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -75,7 +76,7 @@ class Race {
   struct Mode {
     const char* name;
     engine::Session session;
-    tokenizer::StreamDecoder decoder;
+    engine::OutputProcessor output;
     std::vector<int32_t> tokens;
     std::vector<double> latency_s;
     std::string text;
