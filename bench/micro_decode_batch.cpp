@@ -18,6 +18,7 @@
 #include "kernels/thread_pool.h"
 #include "kv/cache.h"
 #include "model/model.h"
+#include "model/workspace.h"
 #include "micro_common.h"
 
 namespace kvlab::bench {
@@ -44,7 +45,7 @@ void BM_decode_batch(benchmark::State& state, kernels::Isa isa, int n_seq, int t
   }
   const model::Config& c = m->config();
   kernels::ThreadPool pool(threads);
-  kv::Cache cache(c, kPrefix + kSteps, n_seq, tensor::DType::F16);
+  kv::Cache cache(model::kv_shape(c), kPrefix + kSteps, n_seq, tensor::DType::F16);
   model::Workspace ws(c, n_seq * kPrefix, kPrefix + kSteps, threads);
   std::vector<float> logits(size_t(c.n_vocab) * size_t(n_seq));
   std::vector<model::BatchEntry> batch;

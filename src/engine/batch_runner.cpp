@@ -16,8 +16,9 @@ RunnerOptions checked(RunnerOptions o) {
 }
 
 kv::Cache make_cache(const model::Config& cfg, const RunnerOptions& o) {
-  if (o.kv_blocks > 0) return kv::Cache(cfg, o.n_ctx, o.n_seq, o.kv_type, o.kv_blocks);
-  return kv::Cache(cfg, o.n_ctx, o.n_seq, o.kv_type, kv::Cache::PassLimit{o.max_tokens});
+  const kv::Shape shape = model::kv_shape(cfg);
+  if (o.kv_blocks > 0) return kv::Cache(shape, o.n_ctx, o.n_seq, o.kv_type, o.kv_blocks);
+  return kv::Cache(shape, o.n_ctx, o.n_seq, o.kv_type, kv::Cache::PassLimit{o.max_tokens});
 }
 }  // namespace
 

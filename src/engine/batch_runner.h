@@ -12,6 +12,7 @@
 #include "kernels/thread_pool.h"
 #include "kv/cache.h"
 #include "model/model.h"
+#include "model/workspace.h"
 
 namespace kvlab::engine {
 

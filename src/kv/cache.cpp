@@ -16,17 +16,17 @@ namespace {
 // starting at p0 stores up to p0 + max_batch - 1 while its first token still
 // sees p0 - window + 1: window + max_batch - 1 positions. 0: no ring (no
 // sliding-window layer, or a ring no smaller than the whole context).
-int ring_blocks_for(const model::Config& cfg, int n_ctx, int max_batch) {
+int ring_blocks_for(const Shape& shape, int n_ctx, int max_batch) {
   bool any = false;
-  for (int l = 0; l < cfg.n_layer; ++l) any = any || cfg.is_swa(l);
+  for (int l = 0; l < shape.n_layer; ++l) any = any || shape.is_swa(l);
   if (!any || max_batch <= 0) return 0;
-  const int ring = Cache::blocks_for(cfg.swa_window + max_batch - 1);
+  const int ring = Cache::blocks_for(shape.swa_window + max_batch - 1);
   return ring < Cache::blocks_for(n_ctx) ? ring : 0;
 }
 }  // namespace
 
-Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, PassLimit limit)
-    : Cache(cfg, n_ctx, n_seq, type, n_seq * blocks_for(std::max(n_ctx, 1)), ring_blocks_for(cfg, n_ctx, limit.max_batch),
+Cache::Cache(const Shape& shape, int n_ctx, int n_seq, tensor::DType type, PassLimit limit)
+    : Cache(shape, n_ctx, n_seq, type, n_seq * blocks_for(std::max(n_ctx, 1)), ring_blocks_for(shape, n_ctx, limit.max_batch),
             limit.max_batch) {
   for (int s = 0; s < n_seq_; ++s)
     for (int b = 0; b < blocks_per_seq_; ++b) map_block(s, b, s * blocks_per_seq_ + b);
@@ -37,38 +37,38 @@ Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type,
       ring_table_[size_t(s) * size_t(blocks_per_seq_) + size_t(b)] = s * ring_blocks_ + b % ring_blocks_;
 }
 
-Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks)
-    : Cache(cfg, n_ctx, n_seq, type, n_blocks, 0, 0) {}
+Cache::Cache(const Shape& shape, int n_ctx, int n_seq, tensor::DType type, int n_blocks)
+    : Cache(shape, n_ctx, n_seq, type, n_blocks, 0, 0) {}
 
-Cache::Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks, int ring_blocks,
+Cache::Cache(const Shape& shape, int n_ctx, int n_seq, tensor::DType type, int n_blocks, int ring_blocks,
              int max_batch)
-    : n_layer_(cfg.n_layer),
-      n_head_kv_(cfg.n_head_kv),
+    : n_layer_(shape.n_layer),
+      n_head_kv_(shape.n_head_kv),
       n_ctx_(n_ctx),
       n_seq_(n_seq),
       n_blocks_(n_blocks),
       blocks_per_seq_(blocks_for(n_ctx)),
       ring_blocks_(ring_blocks),
       max_batch_(ring_blocks > 0 ? max_batch : 0),
-      kv_dim_(size_t(cfg.kv_dim())),
-      head_dim_(size_t(cfg.head_dim)),
+      kv_dim_(size_t(shape.kv_dim())),
+      head_dim_(size_t(shape.head_dim)),
       type_(type) {
   if (type != tensor::DType::F32 && type != tensor::DType::F16 && type != tensor::DType::Q8_0)
     throw Error("KV cache type must be f32, f16 or q8_0, got " + std::string(tensor::dtype_info(type).name));
   if (n_ctx < 1 || n_seq < 1 || n_blocks < 1) throw Error("KV cache needs a context, sequences and blocks >= 1");
-  const auto head = tensor::row_bytes(type, uint64_t(cfg.head_dim));
+  const auto head = tensor::row_bytes(type, uint64_t(shape.head_dim));
   if (!head)
     throw Error("KV cache type " + std::string(tensor::dtype_info(type).name) + " needs a head size that is a multiple of " +
-                std::to_string(tensor::dtype_info(type).block_size) + " (this model: " + std::to_string(cfg.head_dim) + ")");
+                std::to_string(tensor::dtype_info(type).block_size) + " (this model: " + std::to_string(shape.head_dim) + ")");
   head_bytes_ = *head;
-  row_bytes_ = head_bytes_ * size_t(cfg.n_head_kv);
+  row_bytes_ = head_bytes_ * size_t(shape.n_head_kv);
   const double total = double(n_layer_) * double(n_blocks) * double(kBlockTokens) * double(row_bytes_) * 2;
   if (total > 64.0 * (1ull << 30))
     throw Error("KV cache of " + std::to_string(uint64_t(total / (1 << 20))) + " MiB is too large; lower -c");
   swa_.resize(size_t(n_layer_));
   layer_offset_.assign(size_t(n_layer_) + 1, 0);
   for (int l = 0; l < n_layer_; ++l) {
-    swa_[size_t(l)] = cfg.is_swa(l);
+    swa_[size_t(l)] = shape.is_swa(l);
     layer_offset_[size_t(l) + 1] = layer_offset_[size_t(l)] + size_t(n_head_kv_) * layer_blocks(l) * head_block_bytes();
   }
   k_ = HugeBuffer(layer_offset_.back());

@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "common/huge_buffer.h"
-#include "model/config.h"
+#include "kv/shape.h"
 #include "tensor/dtype.h"
 
 namespace kvlab::kv {
@@ -64,10 +64,10 @@ class Cache {
   // Dedicated layout; with a PassLimit, sliding-window layers keep window +
   // max_batch positions (above), without, all of them. Throws kvlab::Error
   // for an unsupported type or absurd sizes.
-  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type) : Cache(cfg, n_ctx, n_seq, type, PassLimit{0}) {}
-  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, PassLimit limit);
+  Cache(const Shape& shape, int n_ctx, int n_seq, tensor::DType type) : Cache(shape, n_ctx, n_seq, type, PassLimit{0}) {}
+  Cache(const Shape& shape, int n_ctx, int n_seq, tensor::DType type, PassLimit limit);
   // Pooled layout: n_blocks blocks, every block table empty.
-  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks);
+  Cache(const Shape& shape, int n_ctx, int n_seq, tensor::DType type, int n_blocks);
 
   int n_ctx() const { return n_ctx_; }
   int n_seq() const { return n_seq_; }
@@ -136,7 +136,7 @@ class Cache {
  private:
   // Both layouts: n_blocks blocks in every global layer's head regions,
   // n_seq * ring_blocks in every sliding-window layer's (0: no rings).
-  Cache(const model::Config& cfg, int n_ctx, int n_seq, tensor::DType type, int n_blocks, int ring_blocks, int max_batch);
+  Cache(const Shape& shape, int n_ctx, int n_seq, tensor::DType type, int n_blocks, int ring_blocks, int max_batch);
 
   bool ring_layer(int layer) const { return ring_blocks_ > 0 && swa_[size_t(layer)]; }
   // Physical blocks in each KV head's region of a layer.

@@ -18,6 +18,8 @@
 #include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "kernels/rows8.h"
+#include "kv/cache.h"
+#include "model/workspace.h"
 
 namespace kvlab::model {
 
@@ -37,28 +39,10 @@ uint64_t Model::n_params() const {
   return n;
 }
 
-Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads)
-    : max_tokens_(max_tokens), attn(c.gqa_group(), size_t(c.head_dim), n_threads, n_ctx) {
-  const size_t T = size_t(max_tokens);
-  x.resize(T * size_t(c.n_embd));
-  xn.resize(T * size_t(c.n_embd));
-  q.resize(T * size_t(c.q_dim()));
-  k.resize(T * size_t(c.kv_dim()));
-  v.resize(T * size_t(c.kv_dim()));
-  att.resize(T * size_t(c.q_dim()));
-  gate.resize(T * size_t(c.n_ff));
-  up.resize(T * size_t(c.n_ff));
-  rope.resize(T * size_t(c.rope_dim));
-  if (c.swa_window > 0) rope_swa.resize(T * size_t(c.rope_dim));
-  attn_items.reserve(T * size_t(c.n_head_kv));
-  kv_block_runs.reserve(T + 1);
-}
-
 void Model::attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
                             Workspace& ws, kernels::ThreadPool& pool, StageClock& clock) const {
   const Config& c = cfg_;
-  const size_t T = batch.size(), E = size_t(c.n_embd), hd = size_t(c.head_dim);
-  const size_t qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
+  const size_t T = batch.size(), E = size_t(c.n_embd);
   pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
   clock.mark(Stage::AttnNorm);
   // A few tokens (decode) store K and V into lines that are out of the
@@ -70,11 +54,24 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   const kernels::MatmulOut qkv[] = {{&l.wq, ws.q.data()}, {&l.wk, ws.k.data()}, {&l.wv, ws.v.data()}};
   matmul(qkv, ws.xn.data(), T, pool, ws.mm);
   clock.mark(Stage::Qkv);
+  rope_and_store(l, layer, batch, cache, ws, pool);
+  clock.mark(Stage::RopeStore);
+  attend(layer, batch, cache, ws, pool);
+  clock.mark(Stage::Attention);
+  matmul(l.wo, ws.att.data(), T, ws.xn.data(), pool, ws.mm);
+  clock.mark(Stage::O);
+  add_residual(l.attn_post_norm, T, ws, pool);
+  clock.mark(Stage::Residual);
+}
 
-  // Biases (qwen2), RoPE on every query and key head, then append K and V
-  // to the cache.
+// Biases (qwen2), RoPE on every query and key head, then append K and V to
+// the cache.
+void Model::rope_and_store(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
+                           Workspace& ws, kernels::ThreadPool& pool) const {
+  const Config& c = cfg_;
+  const size_t hd = size_t(c.head_dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
   const bool neox = c.rope_order == RopeOrder::NeoX;
-  auto rope_and_store = [&](size_t t) {
+  auto rope_and_store_token = [&](size_t t) {
     if (c.qkv_bias) {
       kernels::add(&ws.q[t * qd], l.bq.data(), qd);
       kernels::add(&ws.k[t * kvd], l.bk.data(), kvd);
@@ -107,13 +104,18 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   // kvlab bench --profile, 2026-12-04). Decode batches of several sequences
   // stay one task per token.
   pool.for_each(ws.kv_block_runs.size() - 1, [&](size_t run, int) {
-    for (size_t t = ws.kv_block_runs[run]; t < ws.kv_block_runs[run + 1]; ++t) rope_and_store(t);
+    for (size_t t = ws.kv_block_runs[run]; t < ws.kv_block_runs[run + 1]; ++t) rope_and_store_token(t);
   });
-  clock.mark(Stage::RopeStore);
+}
 
-  // Causal attention: token t at position p sees cache positions 0..p of its
-  // sequence (in a local layer, the last swa_window of them). The G = n_head / n_head_kv query heads of KV head g are
-  // g*G .. g*G+G-1 (grouped-query attention) and go together.
+// Causal attention: token t at position p sees cache positions 0..p of its
+// sequence (in a local layer, the last swa_window of them). The G = n_head /
+// n_head_kv query heads of KV head g are g*G .. g*G+G-1 (grouped-query
+// attention) and go together.
+void Model::attend(int layer, std::span<const BatchEntry> batch, const kv::Cache& cache, Workspace& ws,
+                   kernels::ThreadPool& pool) const {
+  const Config& c = cfg_;
+  const size_t T = batch.size(), hd = size_t(c.head_dim), qd = size_t(c.q_dim());
   const float scale = c.attn_scale();
   const int G = c.gqa_group(), n_kv = c.n_head_kv;
   auto view = [&](const BatchEntry& e, size_t g) {
@@ -135,12 +137,6 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
                                c.first_visible(layer, batch[t].pos)});
     }
   kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
-  clock.mark(Stage::Attention);
-
-  matmul(l.wo, ws.att.data(), T, ws.xn.data(), pool, ws.mm);
-  clock.mark(Stage::O);
-  add_residual(l.attn_post_norm, T, ws, pool);
-  clock.mark(Stage::Residual);
 }
 
 // x += out, or x += norm(out) when the layer has a post-norm (gemma3).
@@ -205,7 +201,7 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
                     std::to_string(e.seq) + ", the most its KV cache was sized for");
   }
 
-  // The runs of entries storing into one cache block (attention_block).
+  // The runs of entries storing into one cache block (rope_and_store).
   ws.kv_block_runs.clear();
   for (size_t t = 0; t < T; ++t)
     if (t == 0 || batch[t].seq != batch[t - 1].seq ||

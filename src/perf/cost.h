@@ -131,4 +131,10 @@ double kv_bytes_per_token(const model::Config& c, double kv_bytes);
 // them, kvlab to a ring of window + batch: kv/cache.h).
 double kv_cache_bytes(const model::Config& c, double kv_bytes, double positions);
 
+// Positions per chunk when the engine splits a (token, KV head) attention
+// task (kernels::kAttnChunk, kernels/attention.h). A copy, so that the cost
+// model depends on the model's configuration alone; perf_simulate_test
+// checks that the two agree.
+inline constexpr int kAttnChunk = 256;
+
 }  // namespace kvlab::perf

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "common/error.h"
-#include "kernels/attention.h"
 #include "perf/units.h"
 
 namespace kvlab::perf {
@@ -128,13 +127,13 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   dense_memory += other_memory;
   // The engine's attention tasks (kernels::attend_batch), handed out
   // dynamically: one per (token, KV head); a batch with fewer than 2 per
-  // thread splits each into chunks of kernels::kAttnChunk positions. The
+  // thread splits each into chunks of kAttnChunk positions (cost.h). The
   // slowest of n threads runs ceil(tasks / n) of them, not tasks / n
   // (decode at position 100: 3 tasks on 2 threads, 2 against 1.5).
   const double items = double(p.new_tokens * p.batch) * double(c.n_head_kv);  // (token, KV head) per layer
   double tasks = items;
   if (m.threads > 0 && tasks < 2.0 * m.threads)
-    tasks *= std::ceil(double(p.past + p.new_tokens) / double(kernels::kAttnChunk));
+    tasks *= std::ceil(double(p.past + p.new_tokens) / double(kAttnChunk));
   const double tail = m.threads > 0 ? std::ceil(tasks / m.threads) / (tasks / m.threads) : 1.0;
   const bool one_token = p.new_tokens == 1;
   // A many-token pass pays a fixed cost per (token, KV head) task besides its

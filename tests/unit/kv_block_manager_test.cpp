@@ -15,14 +15,12 @@ namespace {
 
 constexpr int B = Cache::kBlockTokens;
 
-model::Config tiny_config() {
-  model::Config c;
-  c.n_layer = 2;
-  c.n_embd = 64;
-  c.n_head = 4;
-  c.n_head_kv = 2;
-  c.head_dim = 16;
-  return c;
+Shape tiny_shape() {
+  Shape s;
+  s.n_layer = 2;
+  s.n_head_kv = 2;
+  s.head_dim = 16;
+  return s;
 }
 
 std::vector<int32_t> tokens(int n, int32_t first = 1) {
@@ -36,14 +34,14 @@ std::vector<int32_t> table_of(const Cache& c, int seq, int n_blocks) {
 }
 
 TEST(KvCache, DedicatedLayoutMapsEverySequenceInOrder) {
-  const Cache c(tiny_config(), 40, 2, tensor::DType::F16);
+  const Cache c(tiny_shape(), 40, 2, tensor::DType::F16);
   EXPECT_EQ(c.n_blocks(), 2 * 3);  // 40 positions -> 3 blocks per sequence
   EXPECT_EQ(table_of(c, 1, 3), (std::vector<int32_t>{3, 4, 5}));
   EXPECT_TRUE(c.mapped(1, 39));
 }
 
 TEST(KvCache, RowsOfAPositionLandInItsMappedBlock) {
-  Cache c(tiny_config(), 64, 2, tensor::DType::F32, 8);
+  Cache c(tiny_shape(), 64, 2, tensor::DType::F32, 8);
   EXPECT_FALSE(c.mapped(0, 0));
   c.map_block(0, 0, 5);
   c.map_block(0, 1, 2);
@@ -58,7 +56,7 @@ TEST(KvCache, RowsOfAPositionLandInItsMappedBlock) {
 }
 
 TEST(BlockManager, SecondPromptReusesWholeBlocksButAlwaysComputesItsLastToken) {
-  Cache c(tiny_config(), 128, 2, tensor::DType::F16, 16);
+  Cache c(tiny_shape(), 128, 2, tensor::DType::F16, 16);
   BlockManager m(c);
   const auto p = tokens(50);  // blocks 0..2 full, block 3 holds 2 tokens
   ASSERT_EQ(m.admit(0, p, 60), 0);
@@ -85,7 +83,7 @@ TEST(BlockManager, SecondPromptReusesWholeBlocksButAlwaysComputesItsLastToken) {
 }
 
 TEST(BlockManager, KeysChainThePrefixNotJustTheBlock) {
-  Cache c(tiny_config(), 128, 1, tensor::DType::F16, 16);
+  Cache c(tiny_shape(), 128, 1, tensor::DType::F16, 16);
   BlockManager m(c);
   auto a = tokens(64);
   ASSERT_EQ(m.admit(0, a, 64), 0);
@@ -105,7 +103,7 @@ TEST(BlockManager, KeysChainThePrefixNotJustTheBlock) {
 }
 
 TEST(BlockManager, SharedBlocksStayInUseUntilTheLastReaderLeaves) {
-  Cache c(tiny_config(), 64, 2, tensor::DType::F16, 8);
+  Cache c(tiny_shape(), 64, 2, tensor::DType::F16, 8);
   BlockManager m(c);
   const auto p = tokens(40);
   ASSERT_EQ(m.admit(0, p, 40), 0);
@@ -121,7 +119,7 @@ TEST(BlockManager, SharedBlocksStayInUseUntilTheLastReaderLeaves) {
 }
 
 TEST(BlockManager, AdmissionWaitsForBlocksAndChangesNothingWhenRefused) {
-  Cache c(tiny_config(), 64, 3, tensor::DType::F16, 6);
+  Cache c(tiny_shape(), 64, 3, tensor::DType::F16, 6);
   BlockManager m(c);
   ASSERT_EQ(m.admit(0, tokens(10), 64), 0);  // 4 blocks
   EXPECT_EQ(m.available(), 2);
@@ -136,7 +134,7 @@ TEST(BlockManager, AdmissionWaitsForBlocksAndChangesNothingWhenRefused) {
 }
 
 TEST(BlockManager, EvictsLeastRecentlyReleasedTailFirst) {
-  Cache c(tiny_config(), 64, 1, tensor::DType::F16, 4);
+  Cache c(tiny_shape(), 64, 1, tensor::DType::F16, 4);
   BlockManager m(c);
   const auto a = tokens(64);
   ASSERT_EQ(m.admit(0, a, 64), 0);
@@ -156,7 +154,7 @@ TEST(BlockManager, EvictsLeastRecentlyReleasedTailFirst) {
 }
 
 TEST(BlockManager, RefusesACacheThatIsNotPooled) {
-  Cache dedicated(tiny_config(), 32, 1, tensor::DType::F16);
+  Cache dedicated(tiny_shape(), 32, 1, tensor::DType::F16);
   EXPECT_THROW(BlockManager{dedicated}, Error);
 }
 

@@ -25,6 +25,11 @@ Machine ideal(double flops, double bw) {
   return m;
 }
 
+TEST(PerfSimulate, AttentionChunkIsTheKernels) {
+  // The simulator prices the engine's attention tasks with its own copy.
+  EXPECT_EQ(kAttnChunk, kernels::kAttnChunk);
+}
+
 TEST(PerfSimulate, CrossoverOfTheTinyModelByHand) {
   // A no-cache step feeding T tokens (P = 0, 1-byte weights, 2-byte KV):
   //   FLOPs(T) = 44·T² + 2740·T + 192
@@ -331,7 +336,7 @@ TEST(PerfSimulate, AProbedMachinePricesEachGroupAtItsOwnRate) {
   ASSERT_GT(ew_flops / 3e9, (cost.total().weight_bytes - matmul_bytes) / 5e9);
   EXPECT_DOUBLE_EQ(d.dense_s,
                    matmul_bytes / 5e9 + matmul_rows(c) * 2e-8 + matmul_calls(c) * 3e-6 + ew_flops / 3e9);
-  const double tasks = 3 * std::ceil(1025.0 / kernels::kAttnChunk), slowest = std::ceil(tasks / 2);
+  const double tasks = 3 * std::ceil(1025.0 / kAttnChunk), slowest = std::ceil(tasks / 2);
   EXPECT_DOUBLE_EQ(d.attention_s,
                    (cost[Op::Scores].flops + cost[Op::Softmax].flops + cost[Op::AttnV].flops) / 1e10 * (2 * slowest / tasks));
   EXPECT_EQ(d.bound, Bound::Memory);
