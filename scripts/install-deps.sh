@@ -13,6 +13,10 @@ PACKAGES=(
   libjs-chart.js                  # the charts of kvlab serve's web page
   chromium chromium-driver        # the web page's browser test (tests/e2e/test_page.py)
   linux-perf                      # the `perf record` profiles the README quotes
+  nginx                           # the load balancer of scripts/serve-cluster.sh
+  libnginx-mod-http-js            # njs: its prefix-affinity routing key (deploy/affinity.js)
+  prometheus                      # promtool, which lints /metrics (tests/e2e/test_metrics_promtool.py)
+  curl                            # serve-cluster.sh waits for /health with it
 )
 
 missing=()

@@ -207,6 +207,7 @@ void serve_chart_js(Res& res) {
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions opt) : opt_(std::move(opt)), svr_(std::make_unique<httplib::Server>()) {
+  metrics_.set_model_name(opt_.model_id);
   metrics_.set_gauge_source([this] {
     if (!ready_) return engine::Gauges{};
     return sched_->gauges();

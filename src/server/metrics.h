@@ -3,7 +3,12 @@
 // counters (speculative decoding's drafts among them), and gauges (running / waiting requests, KV cache blocks, prefix
 // cache hits)
 // sampled from the serving engine when /metrics is scraped. Thread-safe.
+//
+// Each quantity is rendered under kvlab's name and, where vLLM exports the
+// same quantity, under vLLM's name(s) too (vllm:..., labelled model_name and
+// engine as vLLM does), so dashboards built for vLLM read a kvlab server.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -16,12 +21,13 @@ namespace kvlab::server {
 
 class Histogram {
  public:
-  Histogram(std::string name, std::string help, std::vector<double> bounds);
+  explicit Histogram(std::vector<double> bounds);
   void observe(double v);  // not locked: Metrics holds the lock
-  void render(std::string& out) const;
+  // The _bucket, _sum and _count samples of `name`; `labels` (`k="v",...`,
+  // possibly empty) go on each before `le`.
+  void render(std::string& out, const std::string& name, const std::string& labels) const;
 
  private:
-  std::string name_, help_;
   std::vector<double> bounds_;
   std::vector<uint64_t> counts_;  // one per bound, plus +Inf
   double sum_ = 0;
@@ -42,6 +48,8 @@ class Metrics : public engine::ServingObserver {
   void request_rejected();                                    // queue full (503)
   // Called at render time for the gauges.
   void set_gauge_source(std::function<engine::Gauges()> f);
+  // The served model's id: the model_name label of vLLM's names.
+  void set_model_name(std::string name);
   std::string render() const;
 
  private:
@@ -49,7 +57,9 @@ class Metrics : public engine::ServingObserver {
   Histogram queue_, ttft_, itl_, e2e_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
   int64_t drafted_tokens_ = 0, accepted_tokens_ = 0;
-  int64_t finished_stop_ = 0, finished_length_ = 0, cancelled_ = 0, errors_ = 0, rejected_ = 0;
+  std::array<int64_t, 4> outcomes_{};  // stop, length, cancelled, error
+  int64_t rejected_ = 0;
+  std::string model_name_;
   std::function<engine::Gauges()> gauges_;
 };
 

@@ -284,7 +284,7 @@ def test_metrics():
     assert m["kvlab_prompt_tokens_total"] > 0 and m["kvlab_generation_tokens_total"] > 0
     assert m["kvlab_requests_running"] == 0 and m["kvlab_requests_waiting"] == 0
     assert 0 <= m["kvlab_kv_cache_usage_ratio"] <= 1
-    assert m["kvlab_kv_cache_blocks_total"] > 0
+    assert m["kvlab_kv_cache_blocks"] > 0
     assert m["kvlab_prefix_cache_queries_total"] >= m["kvlab_prefix_cache_hits_total"]
 
 
