@@ -12,7 +12,7 @@ Prints one JSON object on stdout (the same field names as `kvlab bench -o
 json` results, plus what describes the llama.cpp build). bench/vs-llamacpp
 calls this once per test, interleaved with kvlab.
 
-Method (kept the same as `kvlab bench`, src/engine/bench.cpp, and llama-bench):
+Method (kept the same as `kvlab bench`, src/lab/bench/bench.cpp, and llama-bench):
   - one context per test: n_ctx = depth + n_prompt + n_gen, n_batch 2048,
     n_ubatch 512, KV f16 (--kv-type), flash attention off (--flash-attn on),
     n_threads = n_threads_batch = -t, a ggml threadpool attached with poll 50
@@ -112,7 +112,7 @@ def build_info() -> dict:
 
 
 def token_ids(n: int, n_vocab: int, offset: int):
-    """kvlab's fixed stream (src/engine/bench.cpp)."""
+    """kvlab's fixed stream (src/lab/bench/bench.cpp)."""
     arr = (C.llama_token * max(n, 1))()
     for i in range(n):
         arr[i] = ((i + offset) * 7919 + 17) % n_vocab

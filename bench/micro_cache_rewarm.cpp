@@ -7,7 +7,7 @@
 //
 // Each iteration reads `other_mib` MiB eight times and the set k-1 times,
 // untimed, then times the k-th read of the set, all on one thread with the
-// probe's read loop (perf/probe.h). bytes/s is the k-th pass's rate. 96 MiB
+// probe's read loop (lab/probe/probe.h). bytes/s is the k-th pass's rate. 96 MiB
 // is about the default model's weights; the set and the other buffer sit
 // in huge-page memory, as the engine's weights do.
 //
@@ -23,8 +23,8 @@
 #include <cstring>
 
 #include "common/huge_buffer.h"
+#include "lab/probe/probe.h"
 #include "micro_common.h"
-#include "perf/probe.h"
 
 namespace kvlab::bench {
 namespace {

@@ -27,8 +27,8 @@
 #include "common/huge_buffer.h"
 #include "kernels/matmul.h"
 #include "kernels/rows8.h"
+#include "lab/probe/probe.h"
 #include "micro_common.h"
-#include "perf/probe.h"
 
 namespace kvlab::bench {
 namespace {

@@ -10,7 +10,7 @@
 // Sizes come from the default model (`kvlab info`: the matrices of
 // Weights::matmul_bytes less the norm vectors, 22.50 KiB of f16 K/V a
 // position). Weights and K/V sit in huge-page memory, as in the engine. Each
-// read is the probe's read loop (perf/probe.h), so the rate is what `kvlab
+// read is the probe's read loop (lab/probe/probe.h), so the rate is what `kvlab
 // probe` calls read bandwidth. Iterations follow one another like a
 // continuous generation's steps.
 //
@@ -36,10 +36,10 @@
 
 #include "common/huge_buffer.h"
 #include "kernels/thread_pool.h"
+#include "lab/cost/cost.h"
+#include "lab/probe/probe.h"
 #include "micro_common.h"
 #include "model/model.h"
-#include "perf/cost.h"
-#include "perf/probe.h"
 
 namespace kvlab::bench {
 namespace {

@@ -12,8 +12,8 @@
 #include "cli/common.h"
 #include "common/build_info.h"
 #include "common/error.h"
-#include "engine/bench.h"
 #include "kernels/cpu.h"
+#include "lab/bench/bench.h"
 
 namespace kvlab::cli {
 namespace {

@@ -8,13 +8,13 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
-#include "engine/attribution.h"
 #include "engine/generate.h"
-#include "engine/stage_profile.h"
-#include "perf/hardware.h"
-#include "perf/model_catalog.h"
-#include "perf/report.h"
-#include "perf/simulate.h"
+#include "lab/bench/attribution.h"
+#include "lab/bench/stage_profile.h"
+#include "lab/hardware/hardware.h"
+#include "lab/report/report.h"
+#include "lab/simulate/model_catalog.h"
+#include "lab/simulate/simulate.h"
 
 namespace kvlab::cli {
 namespace {

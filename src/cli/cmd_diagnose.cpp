@@ -8,10 +8,10 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
-#include "perf/diagnose.h"
-#include "perf/grade.h"
-#include "perf/model_catalog.h"
-#include "perf/report.h"
+#include "lab/diagnose/diagnose.h"
+#include "lab/diagnose/grade.h"
+#include "lab/report/report.h"
+#include "lab/simulate/model_catalog.h"
 
 namespace kvlab::cli {
 namespace {

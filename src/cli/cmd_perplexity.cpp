@@ -1,4 +1,4 @@
-// kvlab perplexity: how well a model predicts a text (engine/perplexity.h
+// kvlab perplexity: how well a model predicts a text (lab/quality/perplexity.h
 // has the method, llama.cpp's), so the cost of a weight or KV format in
 // quality can be put next to its speed.
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
-#include "engine/perplexity.h"
+#include "lab/quality/perplexity.h"
 
 namespace kvlab::cli {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "perf/hw_profile.h"
-#include "perf/probe.h"
-#include "perf/report.h"
+#include "lab/hardware/hw_profile.h"
+#include "lab/probe/probe.h"
+#include "lab/report/report.h"
 
 namespace kvlab::cli {
 namespace {

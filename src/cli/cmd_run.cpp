@@ -11,9 +11,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
-#include "engine/attribution.h"
 #include "engine/generate.h"
 #include "engine/output_processor.h"
+#include "lab/bench/attribution.h"
 
 namespace kvlab::cli {
 namespace {

@@ -7,13 +7,13 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "perf/hardware.h"
-#include "perf/model_catalog.h"
-#include "perf/plot.h"
-#include "perf/report.h"
-#include "perf/simulate.h"
-#include "perf/units.h"
-#include "perf/validate.h"
+#include "lab/hardware/hardware.h"
+#include "lab/report/report.h"
+#include "lab/report/units.h"
+#include "lab/simulate/model_catalog.h"
+#include "lab/simulate/plot.h"
+#include "lab/simulate/simulate.h"
+#include "lab/simulate/validate.h"
 
 namespace kvlab::cli {
 namespace {

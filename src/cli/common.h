@@ -9,8 +9,8 @@
 
 #include "engine/ngram_draft.h"
 #include "engine/session.h"
+#include "lab/hardware/roofline.h"
 #include "model/model.h"
-#include "perf/roofline.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kvlab::cli {

@@ -38,7 +38,7 @@ namespace kvlab::kernels {
 // 1800-2059 paired 0.93 in 8 alternating rounds of one continuous
 // generation (a loud hour: 0.75-1.09). On small pages (2026-12-05) 256 had
 // measured slower in the engine, 4.32 against 4.01 ms. The simulator keeps
-// a copy (perf/cost.h) so as not to depend on the kernels.
+// a copy (lab/cost/cost.h) so as not to depend on the kernels.
 constexpr int kAttnChunk = 256;
 // The SIMD kernels hold up to this many query heads of a group in registers
 // and take a larger group in passes of this many (the last pass narrower).

@@ -29,7 +29,7 @@ void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox);
 void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale = 1.0f);
 
 // SwiGLU (Shazeer 2020): gate = silu(gate) * up, silu(x) = x / (1 + e^-x).
-// The AVX2 version's e^x is a polynomial (kernels/exp_avx2.h; the tests hold
+// The AVX2 version's e^x is a polynomial (kernels/x86_avx2/exp_avx2.h; the tests hold
 // silu_mul to 1e-6 relative). With std::exp per element silu_mul took ~4% of
 // a decode step (perf); decode_batch, 1 thread, best of 4 alternating: one
 // sequence 6.37 -> 5.97 ms per step, eight 22.8 -> 20.7 ms.

@@ -3,9 +3,9 @@
 #include <charconv>
 #include <numeric>
 
-#include "engine/attribution.h"
 #include "engine/generate.h"
-#include "perf/roofline.h"
+#include "lab/bench/attribution.h"
+#include "lab/hardware/roofline.h"
 #include "sample/sampler.h"
 #include "server/openai_api.h"
 #include "server/sse.h"

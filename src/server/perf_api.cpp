@@ -3,12 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "perf/diagnose.h"
-#include "perf/grade.h"
-#include "perf/hardware.h"
-#include "perf/model_catalog.h"
-#include "perf/report.h"
-#include "perf/simulate.h"
+#include "lab/diagnose/diagnose.h"
+#include "lab/diagnose/grade.h"
+#include "lab/hardware/hardware.h"
+#include "lab/report/report.h"
+#include "lab/simulate/model_catalog.h"
+#include "lab/simulate/simulate.h"
 #include "server/openai_api.h"
 
 namespace kvlab::server {

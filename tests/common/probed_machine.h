@@ -6,8 +6,8 @@
 // and 12 / 16, and for head_dim 128 in passes of 3: 20 / 25; element-wise ops
 // at 3 GFLOP/s; 1 us per thread-pool job.
 #pragma once
-#include "perf/hardware.h"
-#include "perf/hw_profile.h"
+#include "lab/hardware/hardware.h"
+#include "lab/hardware/hw_profile.h"
 
 namespace kvlab::test {
 

@@ -12,8 +12,8 @@
 
 #include "common/error.h"
 #include "gguf/file.h"
-#include "perf/hw_profile.h"
-#include "perf/model_catalog.h"
+#include "lab/hardware/hw_profile.h"
+#include "lab/simulate/model_catalog.h"
 #include "server/lab.h"
 #include "server/openai_api.h"
 #include "server/perf_api.h"

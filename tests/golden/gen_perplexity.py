@@ -6,7 +6,7 @@
         [--ctx 128] [MODEL.gguf ...]
 
 It writes <model-stem>.perplexity.json next to this script. The method is
-llama-perplexity's, which src/engine/perplexity.h describes and kvlab
+llama-perplexity's, which src/lab/quality/perplexity.h describes and kvlab
 implements: the text tokenized with BOS where the model adds one and
 special-token texts read as plain text; chunks of --ctx tokens, each a fresh
 context whose first token becomes BOS where the model adds one; each chunk

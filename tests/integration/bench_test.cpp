@@ -1,11 +1,11 @@
-// `kvlab bench`'s tests (engine/bench.h): what each kind of test times, pass
+// `kvlab bench`'s tests (lab/bench/bench.h): what each kind of test times, pass
 // by pass, and with what batch size, read back from the session's trace.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "common/models.h"
-#include "engine/bench.h"
-#include "perf/hw_profile.h"
+#include "lab/bench/bench.h"
+#include "lab/hardware/hw_profile.h"
 
 namespace kvlab {
 namespace {

@@ -1,4 +1,4 @@
-// kvlab perplexity (engine/perplexity.h): the method checked by hand on a
+// kvlab perplexity (lab/quality/perplexity.h): the method checked by hand on a
 // real model, then the figures against llama.cpp's on the same text
 // (tests/golden/*.perplexity.json, made by tests/golden/gen_perplexity.py).
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/log_softmax.h"
 #include "common/models.h"
-#include "engine/perplexity.h"
+#include "lab/quality/perplexity.h"
 
 namespace kvlab {
 namespace {

@@ -1,4 +1,4 @@
-// `kvlab bench --profile` (engine/stage_profile.h): every op of the cost
+// `kvlab bench --profile` (lab/bench/stage_profile.h): every op of the cost
 // model is charged to exactly one stage, the stages' weight bytes are the
 // file's, and the stage clock accounts for the passes it ran over.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <set>
 
 #include "common/models.h"
-#include "engine/bench.h"
-#include "engine/stage_profile.h"
+#include "lab/bench/bench.h"
+#include "lab/bench/stage_profile.h"
 
 namespace kvlab {
 namespace {

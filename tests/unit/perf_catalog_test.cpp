@@ -8,10 +8,10 @@
 #include "common/error.h"
 #include "common/error_text.h"
 #include "common/scratch_dir.h"
-#include "perf/cost.h"
-#include "perf/hardware.h"
-#include "perf/hw_profile.h"
-#include "perf/model_catalog.h"
+#include "lab/cost/cost.h"
+#include "lab/hardware/hardware.h"
+#include "lab/hardware/hw_profile.h"
+#include "lab/simulate/model_catalog.h"
 
 namespace kvlab::perf {
 namespace {

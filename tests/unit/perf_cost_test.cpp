@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "common/hand_config.h"
-#include "perf/cost.h"
-#include "perf/model_catalog.h"
+#include "lab/cost/cost.h"
+#include "lab/simulate/model_catalog.h"
 
 namespace kvlab::perf {
 namespace {

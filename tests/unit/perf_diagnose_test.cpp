@@ -7,10 +7,10 @@
 #include "common/error.h"
 #include "common/error_text.h"
 #include "common/probed_machine.h"
-#include "perf/diagnose.h"
-#include "perf/model_catalog.h"
-#include "perf/report.h"
-#include "perf/simulate.h"
+#include "lab/diagnose/diagnose.h"
+#include "lab/report/report.h"
+#include "lab/simulate/model_catalog.h"
+#include "lab/simulate/simulate.h"
 
 namespace kvlab::perf {
 namespace {

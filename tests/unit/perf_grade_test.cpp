@@ -2,9 +2,9 @@
 // faster memory), right and wrong, and of a prefill/compute case.
 #include <gtest/gtest.h>
 
-#include "perf/grade.h"
-#include "perf/model_catalog.h"
-#include "perf/report.h"
+#include "lab/diagnose/grade.h"
+#include "lab/report/report.h"
+#include "lab/simulate/model_catalog.h"
 
 namespace kvlab::perf {
 namespace {

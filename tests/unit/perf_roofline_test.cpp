@@ -1,8 +1,8 @@
-// The roofline verdict (perf/roofline.h) on numbers that can be checked by hand.
+// The roofline verdict (lab/hardware/roofline.h) on numbers that can be checked by hand.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "perf/roofline.h"
+#include "lab/hardware/roofline.h"
 
 namespace kvlab::perf {
 namespace {

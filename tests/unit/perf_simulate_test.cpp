@@ -9,9 +9,9 @@
 #include "common/hand_config.h"
 #include "common/probed_machine.h"
 #include "kernels/attention.h"
-#include "perf/model_catalog.h"
-#include "perf/simulate.h"
-#include "perf/validate.h"
+#include "lab/simulate/model_catalog.h"
+#include "lab/simulate/simulate.h"
+#include "lab/simulate/validate.h"
 
 namespace kvlab::perf {
 namespace {

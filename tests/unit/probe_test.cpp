@@ -18,8 +18,8 @@
 #include "common/scratch_dir.h"
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
-#include "perf/hw_profile.h"
-#include "perf/probe.h"
+#include "lab/hardware/hw_profile.h"
+#include "lab/probe/probe.h"
 
 namespace kvlab::perf {
 namespace {

@@ -1,0 +1,81 @@
+#include "lab/hardware/formats.h"
+
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+
+namespace kvlab::perf {
+
+namespace {
+
+// Block formats: bits = 8 · block bytes / block elements (ggml's layouts):
+// q8_0 = 34 B / 32, q4_1 = 20 B / 32, q4_0 = 18 B / 32.
+constexpr std::array<NumberFormat, 8> kFormats{{
+    {"f32", 32.0, Precision::FP32, true, false, "IEEE single"},
+    {"f16", 16.0, Precision::BF16, true, false, "IEEE half; priced at the 16-bit tensor rate"},
+    {"bf16", 16.0, Precision::BF16, true, false, "bfloat16"},
+    {"fp8", 8.0, Precision::FP8, true, false, "e4m3 weights with per-tensor scale; fp8 tensor math"},
+    {"int8", 8.0, Precision::BF16, false, true, "weight-only int8, one scale per output channel"},
+    {"q8_0", 8.5, Precision::BF16, true, true, "ggml q8_0: blocks of 32 int8 + f16 scale"},
+    {"q4_1", 5.0, Precision::BF16, false, true, "ggml q4_1: blocks of 32 nibbles + f16 scale and min"},
+    {"q4_0", 4.5, Precision::BF16, true, true, "ggml q4_0: blocks of 32 nibbles + f16 scale"},
+}};
+
+std::string names(bool kv_only) {
+  std::string s;
+  for (const NumberFormat& f : kFormats) {
+    if (kv_only && !f.for_kv) continue;
+    if (!s.empty()) s += ", ";
+    s += f.name;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::FP32:
+      return "fp32";
+    case Precision::TF32:
+      return "tf32";
+    case Precision::BF16:
+      return "bf16";
+    case Precision::FP8:
+      return "fp8";
+    case Precision::INT8:
+      return "int8";
+  }
+  return "?";
+}
+
+std::span<const NumberFormat> number_formats() { return kFormats; }
+
+const NumberFormat& weight_format(std::string_view name) {
+  for (const NumberFormat& f : kFormats)
+    if (f.name == name) return f;
+  throw Error("unknown weight format '" + std::string(name) + "' (expected one of: " + names(false) + ")");
+}
+
+const NumberFormat& kv_format(std::string_view name) {
+  for (const NumberFormat& f : kFormats)
+    if (f.name == name && f.for_kv) return f;
+  throw Error("unknown KV cache format '" + std::string(name) + "' (expected one of: " + names(true) + ")");
+}
+
+const NumberFormat& nearest_weight_format(double bits) {
+  const NumberFormat* best = &kFormats[0];
+  for (const NumberFormat& f : kFormats)
+    if (std::fabs(f.bits - bits) < std::fabs(best->bits - bits)) best = &f;
+  return *best;
+}
+
+Precision parse_precision(std::string_view name) {
+  for (Precision p : {Precision::FP32, Precision::TF32, Precision::BF16, Precision::FP8, Precision::INT8})
+    if (precision_name(p) == name) return p;
+  throw Error("unknown compute precision '" + std::string(name) + "' (expected fp32, tf32, bf16, fp8 or int8)");
+}
+
+}  // namespace kvlab::perf
