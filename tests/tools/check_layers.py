@@ -30,12 +30,6 @@ LAYERS = {
 
 # The server works through the engine and the lab, not the layers under them.
 SERVER_FORBIDDEN = ("model/", "kv/", "kernels/")
-# Server files that still do, until the scheduler's rewrite lands. A file
-# here that no longer needs it fails the test: take it off the list.
-SERVER_EXCEPTIONS = {
-    "server/http_server.h",
-    "server/scheduler.h",
-}
 
 # The cost model prices a pass from the model's configuration alone, so that
 # the simulator can price models kvlab has never loaded.
@@ -59,7 +53,6 @@ def main():
     src = Path(sys.argv[1])
     layer_of = {folder: layer for layer, (folders, _) in LAYERS.items() for folder in folders}
     errors = []
-    used_exceptions = set()
     for path in sorted(p for p in src.rglob("*") if p.suffix in (".h", ".cpp")):
         rel = path.relative_to(src).as_posix()
         layer = layer_of.get(rel.split("/")[0])
@@ -77,15 +70,9 @@ def main():
             elif target not in allowed:
                 errors.append(f'{where}: {layer} includes "{inc}" from {target}, a layer above it')
             if layer == "server" and inc.startswith(SERVER_FORBIDDEN):
-                if rel in SERVER_EXCEPTIONS:
-                    used_exceptions.add(rel)
-                else:
-                    errors.append(f'{where}: the server includes "{inc}"; it goes through the engine and the lab')
+                errors.append(f'{where}: the server includes "{inc}"; it goes through the engine and the lab')
             if rel.startswith(COST_MODEL) and not inc.startswith(COST_MODEL_ALLOWED):
                 errors.append(f'{where}: the cost model includes "{inc}"; it may use common/ and model/config.h only')
-    for rel in sorted(SERVER_EXCEPTIONS - used_exceptions):
-        errors.append(f"src/{rel}: listed in SERVER_EXCEPTIONS but includes none of {', '.join(SERVER_FORBIDDEN)}: "
-                      "remove it from the list")
     for e in errors:
         print(e)
     print(f"{len(errors)} layering error(s)" if errors else "layers: every include goes down")
