@@ -48,6 +48,15 @@ def alive(pid):
         return False
 
 
+def listening(address):
+    host, port = address.split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 class Cluster:
     def __init__(self, tmp_path, routing="prefix"):
         self.port = free_port()
@@ -108,9 +117,10 @@ def test_session_header_overrides_the_prompt(cluster):
 def test_a_dead_replica_is_routed_around(cluster):
     _, first = cluster.complete(TENANT + "Hello?")
     os.kill(cluster.replicas[first], signal.SIGKILL)
-    # Until it has exited, its listening socket may still take a connection,
-    # and a request sent to it fails: the in-flight case, which nginx never retries.
-    while alive(cluster.replicas[first]):
+    # Until its last thread has exited (its main thread is a zombie sooner),
+    # its listening socket still takes connections, and a request sent on one
+    # fails: the in-flight case, which nginx never retries.
+    while listening(first):
         time.sleep(0.01)
     for q in range(4):
         r, replica = cluster.complete(TENANT + f"Hello again {q}?")
