@@ -67,10 +67,11 @@ inline __m256 load_halves8(const uint8_t* p) {
 }
 // Software prefetch this far ahead of the block in use, as the AVX2 kernels
 // do (rows8_avx2.h) but further: decode streams the weights, and with the
-// wider loads the 1 KiB that suits AVX2 leaves lines missing. 8 KiB into
-// L2 beat 1, 2 and 4 KiB into L1 and 4 and 16 KiB into L2 on decode (about
-// 1.15x over 4 KiB into L1 on tg128), and leaves prefill unchanged.
-// bench/alternate-bench with builds of each distance measures it.
+// wider loads the 1 KiB that suits AVX2 leaves lines missing. On Zen 4,
+// 4 KiB into L1 beat 1 and 2 KiB; on Sapphire Rapids, 8 KiB into L2 beat
+// 4 KiB into L1 (tg128 about 1.15x) and 4 and 16 KiB into L2, and on Zen 4
+// the two are level. Prefill is unchanged. bench/alternate-bench with
+// builds of each distance measures it.
 constexpr size_t kPrefetchAhead = 8192;
 inline void prefetch_ahead(const uint8_t* blk, size_t block_bytes) {
   for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T1);
