@@ -139,8 +139,8 @@ void print_roofline(const engine::Attribution& cached, const engine::Attribution
   if (cached.decode_verdict && pk.sustained_bytes_per_s > 0)
     std::printf(", at %.0f%% of the sustained bandwidth", 100 * cached.decode_verdict->achieved_bytes_per_s / pk.sustained_bytes_per_s);
   // Only a working set within the L3 is said to fit: past it the curve can
-  // still read above the DRAM figure (on a 32 MiB-L3 Zen 4 VM a 99 MB step
-  // interpolated to 1.14x it), which is no cache of this machine's.
+  // still read above the DRAM figure (with a 32 MiB L3, a 99 MB step can
+  // interpolate to above it), which is no cache of this machine's.
   const bool within_l3 = pk.l3_bytes == 0 || cached.decode_bytes_per_token() <= pk.l3_bytes;
   if (cached.decode_verdict && within_l3 && pk.working_set_bytes_per_s > 1.1 * pk.bytes_per_s)
     std::printf(".\nThat much fits in this machine's caches: the probe reads a working set that size at %.1f GB/s,\n"
@@ -227,9 +227,8 @@ void demo(const DemoOptions& o) {
   std::fprintf(stderr, "generating:\n");
   // Untimed, as kvlab bench warms up: otherwise the first timed run alone
   // pays for waking the pool and the process's first passes, and the table
-  // puts that on the KV cache (cached TTFT 1.16x and 1.23x the no-cache one
-  // in two demos without this, 0.99-1.11x in three with it, 2026-12-05; one
-  // 22 ms prefill stays at the mercy of this VM's noise either way).
+  // puts that on the KV cache (its TTFT came out about 1.2x the no-cache
+  // one without this warm-up; one short prefill stays noisy either way).
   generate_once(l, o.m, true, prompt, 8, "warm-up (untimed)", std::nullopt);
   const auto profile = engine::try_load_profile();
   const Pass cached = generate_once(l, o.m, true, prompt, o.n_predict, "with KV cache", profile);

@@ -3,9 +3,9 @@
 // floats (32 bytes) at offsets that are multiples of 32 bytes from the start
 // of the output (kernels/rows8.h): from a 16-byte aligned start, where
 // malloc puts large blocks, every other store straddles two cache lines.
-// On the 2-vCPU Sapphire Rapids VM (2026-12-03, 512 tokens, 2 threads) that
-// made the 960x576 and 3072x576 q4_1 matmuls 14-17% slower than into an
-// aligned buffer (bench/micro_matmul.cpp, output offset swept).
+// That makes the 960x576 and 3072x576 q4_1 matmuls of 512 tokens about 15%
+// slower than into an aligned buffer (bench/micro_matmul.cpp sweeps the
+// output offset).
 #pragma once
 #include <cstddef>
 #include <new>

@@ -66,8 +66,9 @@ struct TensorInfo {
 //            with other processes through the page cache.
 //  Resident: read into a HugeBuffer (common/huge_buffer.h). A decode step
 //            streams every weight once per token, and huge pages spare it a
-//            TLB miss every 4 KiB (decode on the default model in a 2-vCPU
-//            VM: ~86 -> ~104 tok/s). Costs a copy at load time.
+//            TLB miss every 4 KiB (decode about 1.2x as fast as mapped;
+//            `kvlab bench` against `kvlab bench --mmap`). Costs a copy at
+//            load time.
 enum class Residency { Mapped, Resident };
 
 class File {

@@ -32,13 +32,10 @@ namespace kvlab::kernels {
 
 // Positions per partial result. 256 rather than 128: half the partials to
 // merge, and one chunk (no split, no merge) up to position 256. With K/V
-// on huge pages (kv/cache.h), default model, 2 threads, Emerald Rapids VM,
-// 2026-12-06: attend_batch/f16/pos:2048/layers:30/threads:2 1216-1251 ->
-// 1159-1213 us in 5 alternating rounds; the engine's step over positions
-// 1800-2059 paired 0.93 in 8 alternating rounds of one continuous
-// generation (a loud hour: 0.75-1.09). On small pages (2026-12-05) 256 had
-// measured slower in the engine, 4.32 against 4.01 ms. The simulator keeps
-// a copy (lab/cost/cost.h) so as not to depend on the kernels.
+// on huge pages (kv/cache.h) it is a few percent faster at long positions
+// (kvlab_microbench attend_batch/f16/pos:2048, and the step near position
+// 2048 in bench/quadratic-trap); on 4 KiB pages it was slower. The simulator keeps a copy
+// (lab/cost/cost.h) so as not to depend on the kernels.
 constexpr int kAttnChunk = 256;
 // The SIMD kernels hold up to this many query heads of a group in registers
 // and take a larger group in passes of this many (the last pass narrower).
@@ -114,12 +111,10 @@ struct AttnItem {
 // step never write to one line (before, one thread's scratch ended in the
 // line where the other's prepared q began, the slots of one thread's last
 // chunk and the other's first shared a line, and so did the three items'
-// counts). Default model, 2 threads, Emerald Rapids VM, 2026-12-06: the
-// engine's step over positions 1800-2059 of one continuous generation,
-// paired with the unpadded build in 14 alternating rounds, medians 0.93 and
-// 0.97 in two sets, positions 16-271 unchanged. attend_batch/f16/pos:2048/
-// layers:1/threads:2: 33.3-41.4 -> 31.8-34.6 us, faster in each of 4
-// alternating rounds in a loud hour, within 1-3% either way in a quiet one.
+// counts). Lines written from two cores move between them at every write;
+// padded, the step near position 2048 runs a few percent faster and short
+// positions are unchanged (kvlab_microbench attend_batch/f16/pos:2048/
+// layers:1/threads:2, and bench/quadratic-trap for the engine's step).
 struct AttnScratch {
   AlignedVector<float> per_thread;  // threads x attn_thread_floats
   AlignedVector<float> partials;    // chunk partials of a split batch, attn_slot_floats apart

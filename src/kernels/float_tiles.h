@@ -20,8 +20,8 @@ namespace kvlab::kernels {
 // group, from L1 where they fit (6 f32 rows of a 576-wide matrix are 13.5
 // KiB; of the 1536-wide down matrix, 36 KiB, over Zen 4's 32), and the rows
 // come from L2, fewer bytes per step than the activations would be (with
-// the row groups outside, an earlier f16 tile ran pp512 on the default
-// model's f16 copy at 588 against 603 tok/s, Zen 4 VM).
+// the row groups outside, an earlier f16 tile ran pp512 on an f16 copy
+// about 2% slower; bench/bytes-per-weight measures prefill per copy).
 template <class Elem, class Act, size_t RowGroup, int MaxTokens, class Tile>
 void for_each_float_tile(const void* w, size_t w_stride, const void* act, size_t act_stride, size_t n_rows,
                          size_t n_tokens, float* y, size_t y_stride, Tile&& tile) {

@@ -17,22 +17,18 @@ constexpr size_t kTokenTile = 64;
 
 // Rows-of-8 matrices against this many tokens or more go two groups per
 // kernel call (DotKernel::rows16: one activation broadcast for 16 rows),
-// fewer one group per call. Measured in alternating runs of one build with
-// the threshold read from the environment (`bench/alternate-bench`, default
-// model, 2 threads, 5 rounds, 2026-12-02 07:00; paired medians against the
-// build without pairs): pairs from 1 token: tg64 0.85, pp5 0.86, pp512 1.12;
-// from 16: pp64 1.19, pp512 1.18, pp5 / pp8 / tg64 1.03 / 1.02 / 1.02 (the
-// unchanged path: noise). Under 16 tokens a pass streams its weights from
-// DRAM, and two streams per thread (each half its range) fed it worse than
-// one; with adjacent groups paired, tg64 fell to 0.62.
+// fewer one group per call. Pairs make pp64 and pp512 about 1.2x as fast;
+// from 1 token they made decode slower (about 0.85x). Under 16 tokens a
+// pass streams its weights from DRAM, and two streams per thread (each half
+// its range) feed it worse than one. `bench/alternate-bench` over builds
+// with other thresholds measures it.
 constexpr size_t kPairTokens = 16;
 
 // Float tiles (DotKernel::float_tile) from this many tokens on; fewer go 4
 // tokens per weight row pass (dot4). Below it a pass streams its weights
 // from DRAM, and a tile's 4 rows side by side read them slower than dot4's
-// one row: bench/alternate-bench on the f16 and f32 copies of the default
-// model, 2 threads, 3 rounds, tiles from 2 tokens against from 16 (Zen 4
-// VM, 2026-12-04): pp4 0.67 and 0.74, pp8 0.91 and 1.13, pp12 1.16 and 1.42.
+// one row: from 2 tokens, tiles made pp4 about 0.7x as fast; from pp12 on
+// they win (bench/alternate-bench on the f16 and f32 copies of a model).
 constexpr size_t kFloatTileTokens = 12;
 
 // A matmul's converted input, per token row.

@@ -34,11 +34,9 @@
 // decode step at a long position reads every layer's K/V once, 45 MiB at
 // position 2048 for the default model in f16, and on 4 KiB pages that is
 // over 11,000 pages a step, far more than the TLB holds, each miss a walk of
-// two page tables under virtualisation. Default model, 2 threads, one
-// continuous generation to position 2064 per build, 6 alternating rounds
-// (Emerald Rapids VM, 2026-12-06): median step over positions 1800-2059
-// 3.86 -> 3.64 ms, faster in every round (paired 0.82-0.99), over
-// positions 16-271 unchanged (paired median 0.99).
+// two page tables under virtualisation. On huge pages the step near
+// position 2048 is about 6% faster and short positions are unchanged
+// (bench/quadratic-trap measures the step by position).
 #pragma once
 #include <cstddef>
 #include <cstdint>

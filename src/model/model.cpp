@@ -98,10 +98,10 @@ void Model::rope_and_store(const LayerWeights& l, int layer, std::span<const Bat
   };
   // One task per run of entries that store into the same cache block. The
   // 16 positions of a block share each line of its f16 or q8_0 K tile
-  // (kernels/kv_tiles.h), so tokens of one block on both threads wrote the
-  // same lines from two cores: pp32 spent 800 us per pass in this stage, 3x
-  // pp512's time per token, and 338 us by blocks (default model, 2 threads,
-  // kvlab bench --profile, 2026-12-04). Decode batches of several sequences
+  // (kernels/kv_tiles.h), so tokens of one block on two threads would write
+  // the same lines from two cores; split by blocks, a short prompt's pass
+  // spends less than half the time in this stage (`kvlab bench -p 32
+  // --profile`, stage "RoPE + KV store"). Decode batches of several sequences
   // stay one task per token.
   pool.for_each(ws.kv_block_runs.size() - 1, [&](size_t run, int) {
     for (size_t t = ws.kv_block_runs[run]; t < ws.kv_block_runs[run + 1]; ++t) rope_and_store_token(t);

@@ -53,9 +53,9 @@ inline __m256 dot_u8_i8(__m256i ux, __m256i y) {
 // of both, then the scalar tail. dots_f32 runs NR weight rows against NP
 // activation rows, each pair with these operations in this order, so dot
 // (1 x 1), dot4 (1 x 4) and the prefill tile (2 x 3) give the same bits;
-// rows4 stays 4 calls of dot. pp128 on an f32 copy of the default model:
-// dot4 x1.225 (1.21-1.25) over 4 calls of dot (bench/alternate-bench, 5
-// rounds, 2 threads, Zen 4 VM, 2026-12-04). Results go to
+// rows4 stays 4 calls of dot. dot4 makes prefill on an f32 copy about 1.2x
+// as fast as 4 calls of dot (bench/alternate-bench, pp128 on the copy).
+// Results go to
 // out[p * out_stride + r]; rows past n_rows repeat the last one and are not
 // stored.
 template <int NR, int NP>
@@ -136,12 +136,11 @@ struct F32Lanes {
 // in its order, so dot, dot4 and the tile give the same bits (a token's
 // result does not depend on its batch). With 4 activation rows the weights
 // are widened once for all of them and the 4 chains run side by side; the
-// one-row loop waits on the multiply-add's latency. pp128 on f16 and bf16
-// copies of the default model went from 197 and 173 to 458 and 398 tok/s
-// with dot4 (2 threads, Zen 4 VM). Decode (rows4) keeps 4 calls of dot: the
-// rows then stream from DRAM one after another, which read 1.9x faster than
-// 4 rows side by side (tg64 33.7 against 17.7 GB/s; performance log,
-// 2026-12-04). Results and rows past n_rows as in dots_f32.
+// one-row loop waits on the multiply-add's latency: dot4 makes prefill on f16
+// and bf16 copies over 2x as fast. Decode (rows4) keeps 4 calls of dot: the
+// rows then stream from DRAM one after another, which reads about 1.9x
+// faster than 4 rows side by side (bench/bytes-per-weight measures both).
+// Results and rows past n_rows as in dots_f32.
 template <class W, class A, int NR, int NP>
 void dots_16bit(const uint16_t* const* x, const typename A::T* const* y, size_t n, float* out,
                 size_t out_stride = 1, size_t n_rows = NR) {

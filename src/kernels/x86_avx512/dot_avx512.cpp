@@ -66,16 +66,12 @@ inline __m256 load_halves8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 // Software prefetch this far ahead of the block in use, as the AVX2 kernels
-// do (rows8_avx2.h) but further: the 1 KiB measured best there (an AVX2 VM)
-// left decode here slower than 4 KiB (default model, tg128, 2 threads;
-// bench/alternate-bench over builds prefetching 1, 2, 4 and 8 KiB, 8
-// rounds, 2026-12-01: 4 KiB 1.081x the 1 KiB build's tok/s, every round
-// 1.02-1.16; 1.025x in a run whose first round had a compiler beside it;
-// 2 KiB 1.017 and 0.994, 8 KiB 1.047 and 1.009; pp128 unchanged).
-// On a Sapphire Rapids VM (2026-12-03), 8 KiB into L2 rather than 4 KiB into
-// L1: tg128 1.148x (every round 1.05-1.25), tg128 @ d4096 1.077x, pp32 and
-// pp512 1.005x and 1.010x (alternating rounds); 8 KiB into L1 1.012x,
-// 16 KiB into L2 1.136x, 4 KiB into L2 1.009x on tg64.
+// do (rows8_avx2.h) but further: decode streams the weights, and with the
+// wider loads the 1 KiB that suits AVX2 leaves lines missing. On Zen 4,
+// 4 KiB into L1 beat 1 and 2 KiB; on Sapphire Rapids, 8 KiB into L2 beat
+// 4 KiB into L1 (tg128 about 1.15x) and 4 and 16 KiB into L2, and on Zen 4
+// the two are level. Prefill is unchanged. bench/alternate-bench with
+// builds of each distance measures it.
 constexpr size_t kPrefetchAhead = 8192;
 inline void prefetch_ahead(const uint8_t* blk, size_t block_bytes) {
   for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T1);

@@ -7,9 +7,8 @@
 // rows widened) once per group of tokens and an activation vector once per
 // group of rows. The AVX2 dot4 they replace runs one row against 4 tokens
 // in 8-wide vectors, which on 16-bit rows spends 5 widenings and 5 loads on
-// 4 multiply-adds; its pp512 on the default model's f16, bf16 and f32
-// copies was 0.84x, 0.55x and 0.71x llama.cpp's on the Zen 4 VM
-// (bench/vs-llamacpp --quick, 2026-12-04).
+// 4 multiply-adds, and its prefill on the float copies of a model ran
+// slower than llama.cpp's (bench/vs-llamacpp -m <copy> compares them).
 //
 // Every (row, token) result comes from one chain of operations, the same in
 // the set's dot, dot4 and tile, so a token's output does not depend on its
@@ -22,8 +21,8 @@
 //        multiplied in; the last step loads the elements past n as zeros;
 //        then the halves are added and summed across in hsum's order. The
 //        AVX2 dot runs one 8-lane chain, which waits on the multiply-add's
-//        latency: decode on the f16 copy read 33 GB/s where f32's two
-//        chains read 49 (bench/bytes-per-weight, 2026-12-04).
+//        latency: decode on the f16 copy reads about 2/3 of the GB/s of
+//        f32's two chains (bench/bytes-per-weight).
 // The tiles take f32 activations (tile_act): for 16-bit formats the exact
 // widening of the rounded rows dot reads (matmul.cpp), so the products are
 // the same numbers.

@@ -68,8 +68,8 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
     // its own figure at this one, times this run's share of the all-thread
     // DRAM rate (1 with every thread). Not the DRAM window times the curve's
     // ratio: the window and the curve's last point are separate runs of the
-    // probe, and on a busy minute that product read 68 GB/s where no point
-    // of the curve was above 61 (2026-12-05).
+    // probe, and on a busy machine that product can exceed every point of
+    // the curve (bench/decode-vs-probe measures against fresh probes).
     const auto& curve = profile->read_bw_by_size;
     const double all = bandwidth_at(*profile, profile->threads).bytes_per_s;
     const double share = all > 0 ? std::min(1.0, pk.bytes_per_s / all) : 1.0;

@@ -66,10 +66,10 @@ BenchResult run_bench(const model::Model& m, const BenchTest& t, int reps, const
 
   // Warm-up: page in the weights, settle the clocks, wake the pool. One run
   // is not enough for short tests: right after the model is loaded, the
-  // first timed pp32 repetitions of a process sometimes ran at half speed
-  // (558, 820, 1110 then ~1310 tok/s; 4 processes of `-p 32 -r 10` in 10,
-  // 2026-12-01 on this project's 2-vCPU VM), which 10 repetitions do not
-  // average away. So it lasts at least kWarmupSeconds.
+  // first timed pp32 repetitions of a process can run at half speed, ramping
+  // up over several repetitions (`kvlab bench -p 32 -r 10` in fresh
+  // processes shows it), which 10 repetitions do not average away. So it
+  // lasts at least kWarmupSeconds.
   constexpr double kWarmupSeconds = 0.5;
   const auto warm0 = Clock::now();
   do run_once(s, t, n_vocab);

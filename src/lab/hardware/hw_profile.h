@@ -90,18 +90,18 @@ struct MatmulRate {
   // scaled and stored), wall seconds on the whole pool: with gemm_ops_per_s,
   // t = FLOPs / rate + tokens · (cols · gemm_input_s + rows · gemm_output_s)
   // fits three matrices of equal FLOPs and different shapes. Small matrices
-  // pay them on few FLOPs: 576 x 576 and 192 x 576 q4_1 ran at 0.9x and 0.7x
-  // the op/s of 1024 x 1024 (bench/micro_matmul.cpp, 512 tokens, 2 threads,
-  // 2026-12-03). 0 in profiles from before they were measured.
+  // pay them on few FLOPs: 576 x 576 and 192 x 576 q4_1 run at about 0.9x
+  // and 0.7x the op/s of 1024 x 1024 (bench/micro_matmul.cpp, 512 tokens).
+  // 0 in profiles from before they were measured.
   double gemm_input_s = 0, gemm_output_s = 0;
 };
 
 // Counted as perf::Cost counts attention: 4·head_dim + 6 FLOP per query-key pair.
 // Per pass width: the kernels take a GQA group's query heads in passes of up
 // to kernels::kAttnHeadsPerPass, and the rate depends on the width (each K
-// and V row is loaded once per pass: f16 at head_dim 64, 64 tokens, on a
-// 2-core AVX2 VM, passes of 1 head ran at ~40% of the FLOP/s of passes of 3
-// or 4).
+// and V row is loaded once per pass: f16 at head_dim 64, 64 tokens, with
+// AVX2 on 2 cores, passes of 1 head ran at ~40% of the FLOP/s of passes of
+// 3 or 4).
 struct AttentionRate {
   std::string kv;  // KV cache dtype name ("f16")
   int head_dim = 0;
@@ -111,8 +111,8 @@ struct AttentionRate {
   // a fixed cost per (token, KV head) task, wall seconds on the whole pool:
   // with prefill_flops_per_s, t = tasks · prefill_task_s + FLOPs / rate fits
   // a 512-token and a 64-token causal chunk. Short contexts pay it on few
-  // FLOPs (kvlab bench -p 32 --profile: 31 GFLOP/s of attention, 146 at
-  // 512, 2026-12-03). 0 in profiles from before it was measured.
+  // FLOPs (kvlab bench -p 32 --profile puts attention at about a fifth of
+  // its GFLOP/s at -p 512). 0 in profiles from before it was measured.
   double prefill_task_s = 0;
 };
 

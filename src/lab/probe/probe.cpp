@@ -96,9 +96,9 @@ uint64_t sysconf_bytes(int name) {
 }
 
 // A buffer of whole pages from mmap. No huge-page hint: one sequential
-// stream per thread reaches the same bandwidth with 4 KiB or 2 MiB pages
-// (31-34 GB/s on 2 threads either way on the development VM, 2026-11-30),
-// while MADV_HUGEPAGE made the first touch 4x slower (direct compaction).
+// stream per thread reaches the same bandwidth with 4 KiB or 2 MiB pages,
+// while MADV_HUGEPAGE made the first touch about 4x slower (direct
+// compaction; `kvlab probe --show` times both).
 // The engine's weights do use huge pages (common/huge_buffer.h): a matmul
 // reads many rows at once, where TLB misses do cost.
 struct Buffer {
@@ -270,9 +270,9 @@ std::vector<BandwidthPoint> measure_bandwidth(const probe_kernels::Kernels& k, c
 // ---- read bandwidth by working-set size -------------------------------------
 
 // A decode step reads the same bytes (its weights and KV cache) once per
-// token, and a working set that fits in the caches comes back from them: on a
-// 2-vCPU Sapphire Rapids VM with 480 MiB of L3, a 97 MB decode step ran at
-// 1.5x the DRAM figure. All threads read the first `size` bytes of the
+// token, and a working set that fits in the caches comes back from them: with
+// a large L3, a 97 MB decode step can run at 1.5x the DRAM figure
+// (bench/decode-vs-probe measures it). All threads read the first `size` bytes of the
 // buffer again and again, each its own slice; the first pass warms the
 // caches and the best of the later ones is kept. Sizes double from twice
 // the threads' L2 (the curve starts past the private caches) while below 4 x L3,

@@ -46,10 +46,9 @@ constexpr size_t kLongCols = 4096, kLongRows = 512;
 constexpr size_t kShortCols = 512, kShortRows = 4096;
 // Prefill-shaped figures are taken at the engine's default prompt chunk
 // (512 tokens, `--ubatch-size`), where its activations outgrow the L2 as a
-// real prefill's do: at 64 tokens they stayed in it, and on a 2-vCPU
-// Sapphire Rapids VM (2026-12-03) the matmul, attention and element-wise
-// rates then read 1.1-1.2x what a 512-token prefill's stages ran at
-// (`kvlab bench -p 512 --profile`).
+// real prefill's do: at 64 tokens they stayed in it, and the matmul,
+// attention and element-wise rates then read 1.1-1.2x what a 512-token
+// prefill's stages run at (`kvlab bench -p 512 --profile` measures those).
 // GEMM: 512 tokens (8 of the engine's 64-token tiles) against a 1024 x 1024
 // matrix that stays in cache between calls, as a prefill chunk's weights do
 // across its token tiles.

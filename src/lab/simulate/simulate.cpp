@@ -69,12 +69,12 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
 double Machine::read_speedup(double bytes) const {
   // cache_speedup is relative to the curve's last (DRAM) point, but a rate
   // measured over a smaller working set already includes that set's
-  // speed-up over it. On a 32 MiB-L3 Zen 4 VM the curve (64 MiB and 1 GiB
-  // measured, log-interpolated between) put the 128 MiB the probe's matmuls
-  // stream at 1.13x its 1 GiB point and the default model's 99 MB decode
-  // step at 1.14x: applied on top of the measured rate, the cached steps
-  // came out 1.04-1.33x too fast (docs/validation/this-machine-zen4.md
-  // before c3c8efb, 2026-12-04).
+  // speed-up over it. With a 32 MiB L3 the curve (64 MiB and 1 GiB
+  // measured, log-interpolated between) puts the 128 MiB the probe's matmuls
+  // stream at about 1.13x its 1 GiB point and a 99 MB decode step at about
+  // the same: applied on top of the measured rate, that speed-up would be
+  // counted twice and the cached steps predicted too fast
+  // (bench/sim-vs-measured measures it; docs/validation/this-machine-zen4.md).
   const double reference = bandwidth_working_set_bytes > 0 ? cache_speedup(read_bw_by_size, bandwidth_working_set_bytes) : 1.0;
   return cache_speedup(read_bw_by_size, bytes) / reference;
 }
