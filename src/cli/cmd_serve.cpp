@@ -1,5 +1,5 @@
 // kvlab serve: an OpenAI-compatible HTTP server over one loaded model, with
-// continuous batching across --parallel sequence slots (server/scheduler.h),
+// continuous batching across --parallel sequence slots (engine/serving_engine.h),
 // Prometheus /metrics and the perf lab's /api/simulate and /api/diagnose.
 #include <pthread.h>
 #include <signal.h>
