@@ -240,6 +240,13 @@ void HttpServer::complete(Endpoint ep, const Request& req, Reply& reply) {
   std::optional<ParsedRequest> pr =
       parsed(res, [&] { return parse_request(ep, req.body, *tok_, ApiLimits{opt_.model_id, opt_.sched.n_ctx}); });
   if (!pr) return;
+  const int admissible = opt_.sched.n_seq + opt_.sched.max_queue;
+  if (pr->n > admissible)
+    return send_error(res, 400,
+                      "n is " + std::to_string(pr->n) + " but this server admits at most " +
+                          std::to_string(admissible) + " sequences at once (" + std::to_string(opt_.sched.n_seq) +
+                          " slots + a queue of " + std::to_string(opt_.sched.max_queue) + ")",
+                      "invalid_request_error", "invalid_value", "n");
   std::optional<Choices> choices = Choices::submit(*sched_, pr->gen, pr->n);
   if (!choices) {
     metrics_.request_rejected();
