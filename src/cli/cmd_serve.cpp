@@ -38,6 +38,7 @@ struct ServeOptions {
   double body_timeout_s = 30;
   double write_timeout_s = 30;
   int max_connections = 512;
+  int max_unsent = 64 << 10;
 };
 
 // The key in `path`: its first line, without trailing white space.
@@ -67,6 +68,8 @@ server::http::Limits http_limits(const ServeOptions& o) {
   l.body_timeout = millis(o.body_timeout_s);
   l.write_timeout = millis(o.write_timeout_s);
   l.max_connections = o.max_connections;
+  l.unsent_limit = size_t(o.max_unsent);
+  l.socket_send_buffer = o.max_unsent;
   return l;
 }
 
@@ -197,6 +200,11 @@ void add_serve_command(CLI::App& root) {
                   "seconds a client may stop reading its answer before it is dropped (and its generation cancelled)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  app->add_option("--max-unsent", o->max_unsent,
+                  "bytes of a streamed answer queued for a client that stops reading, in the server and again in "
+                  "the socket, before the stream waits")
+      ->capture_default_str()
+      ->check(CLI::Range(4096, 64 << 20));
   app->add_option("--max-connections", o->max_connections, "open connections at most; more get 503 and are closed")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
