@@ -5,7 +5,8 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  nlohmann-json3-dev libcli11-dev libfmt-dev libcpp-httplib-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+  libboost-dev                    # Beast and Asio (header-only): kvlab serve's HTTP
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev           # libFuzzer and the sanitizer runtimes
   python3 python3-pip python3-venv

@@ -6,8 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -29,7 +33,45 @@ struct ServeOptions {
   int kv_blocks = 0;
   engine::DraftOptions draft;
   std::string api_key;
+  std::string api_key_file;
+  double header_timeout_s = 10;
+  double body_timeout_s = 30;
+  double write_timeout_s = 30;
+  int max_connections = 512;
+  int max_unsent = 64 << 10;
 };
+
+// The key in `path`: its first line, without trailing white space.
+std::string read_api_key(const std::string& path) {
+  std::ifstream in(path);
+  std::string key;
+  if (!in || !std::getline(in, key)) throw Error("cannot read an API key from " + path);
+  while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+  if (key.empty()) throw Error("the API key file " + path + " is empty");
+  return key;
+}
+
+// --api-key, else --api-key-file, else $KVLAB_API_KEY: the file and the
+// environment keep the key out of what `ps` shows.
+std::string api_key(const ServeOptions& o) {
+  if (!o.api_key.empty()) return o.api_key;
+  if (!o.api_key_file.empty()) return read_api_key(o.api_key_file);
+  const char* env = std::getenv("KVLAB_API_KEY");
+  return env ? env : "";
+}
+
+std::chrono::milliseconds millis(double seconds) { return std::chrono::milliseconds(int64_t(seconds * 1000)); }
+
+server::http::Limits http_limits(const ServeOptions& o) {
+  server::http::Limits l;
+  l.header_timeout = millis(o.header_timeout_s);
+  l.body_timeout = millis(o.body_timeout_s);
+  l.write_timeout = millis(o.write_timeout_s);
+  l.max_connections = o.max_connections;
+  l.unsent_limit = size_t(o.max_unsent);
+  l.socket_send_buffer = o.max_unsent;
+  return l;
+}
 
 // The thread that turns SIGINT or SIGTERM (blocked in every other thread)
 // into a stop of the server. It is joined before the server is destroyed:
@@ -76,7 +118,8 @@ void serve(const ServeOptions& o) {
   server::ServerOptions so;
   so.host = o.host;
   so.port = o.port;
-  so.api_key = o.api_key;
+  so.api_key = api_key(o);
+  so.http = http_limits(o);
   so.model_id = std::filesystem::path(path).stem().string();
   so.sched.n_seq = o.parallel;
   so.sched.max_queue = o.max_queue;
@@ -87,7 +130,7 @@ void serve(const ServeOptions& o) {
   so.sched.kv_type = *tensor::parse_dtype(o.model.kv_type);
   so.sched.n_ctx = o.model.n_ctx;  // resolved after loading when 0
 
-  if (o.api_key.empty() && o.host != "127.0.0.1" && o.host != "localhost" && o.host != "::1")
+  if (so.api_key.empty() && o.host != "127.0.0.1" && o.host != "localhost" && o.host != "::1")
     std::fprintf(stderr, "kvlab serve: warning: listening on %s without --api-key\n", o.host.c_str());
   auto http = std::make_unique<server::HttpServer>(so);
   http->bind();
@@ -140,7 +183,31 @@ void add_serve_command(CLI::App& root) {
                   "(0: parallel x ctx-size)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
-  app->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on /v1 and /api routes");
+  auto* key = app->add_option("--api-key", o->api_key,
+                              "require 'Authorization: Bearer KEY' on /v1 and /api routes (visible to ps: "
+                              "prefer KVLAB_API_KEY or --api-key-file)");
+  app->add_option("--api-key-file", o->api_key_file, "read the API key from the first line of this file")
+      ->check(CLI::ExistingFile)
+      ->excludes(key);
+  app->add_option("--header-timeout", o->header_timeout_s,
+                  "seconds a client has to send a request's header (and an idle connection stays open)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app->add_option("--body-timeout", o->body_timeout_s, "seconds a client has to send a request's body")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app->add_option("--write-timeout", o->write_timeout_s,
+                  "seconds a client may stop reading its answer before it is dropped (and its generation cancelled)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app->add_option("--max-unsent", o->max_unsent,
+                  "bytes of a streamed answer queued for a client that stops reading, in the server and again in "
+                  "the socket, before the stream waits")
+      ->capture_default_str()
+      ->check(CLI::Range(4096, 64 << 20));
+  app->add_option("--max-connections", o->max_connections, "open connections at most; more get 503 and are closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   app->add_option("--max-queue", o->max_queue, "requests that may wait for a slot; more get 503 + Retry-After")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));

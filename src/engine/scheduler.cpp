@@ -29,11 +29,11 @@ int max_pass_tokens(const SchedulerOptions& o) { return o.prefill_chunk + o.n_se
 Scheduler::Scheduler(const SchedulerOptions& opt, kv::Cache& cache)
     : opt_(opt), cache_(cache), blocks_(cache), slots_(size_t(opt.n_seq)) {}
 
-bool Scheduler::enqueue(WaitingRequest w) {
+bool Scheduler::enqueue(std::vector<WaitingRequest>& ws) {
   // Free slots absorb a burst before the engine's thread gets to admit it.
   const int free_slots = opt_.n_seq - running_.load();
-  if (int(waiting_.size()) >= opt_.max_queue + std::max(0, free_slots)) return false;
-  waiting_.push_back(std::move(w));
+  if (int(waiting_.size() + ws.size()) > opt_.max_queue + std::max(0, free_slots)) return false;
+  for (WaitingRequest& w : ws) waiting_.push_back(std::move(w));
   return true;
 }
 

@@ -81,8 +81,8 @@ class Scheduler {
   // `cache` must be pooled and outlive the scheduler.
   Scheduler(const SchedulerOptions& opt, kv::Cache& cache);
 
-  // Queues a request; false when the queue is full.
-  bool enqueue(WaitingRequest w);
+  // Queues the requests, all or (false: the queue has no room for all) none.
+  bool enqueue(std::vector<WaitingRequest>& ws);
   size_t waiting() const { return waiting_.size(); }
   int running() const { return running_.load(); }  // read by other threads
   // Removes and returns the queued requests whose clients went away.

@@ -52,13 +52,26 @@ void ServingEngine::shutdown() {
 }
 
 std::shared_ptr<Handle> ServingEngine::submit(GenRequest req) {
-  auto h = std::make_shared<Handle>();
+  std::vector<GenRequest> one;
+  one.push_back(std::move(req));
+  std::vector<std::shared_ptr<Handle>> handles = submit_all(std::move(one));
+  return handles.empty() ? nullptr : handles.front();
+}
+
+std::vector<std::shared_ptr<Handle>> ServingEngine::submit_all(std::vector<GenRequest> reqs) {
+  std::vector<std::shared_ptr<Handle>> handles;
+  std::vector<WaitingRequest> waiting;
+  const Clock::time_point now = Clock::now();
+  for (GenRequest& r : reqs) {
+    handles.push_back(std::make_shared<Handle>());
+    waiting.push_back({std::move(r), handles.back(), now});
+  }
   {
     std::lock_guard l(mu_);
-    if (stop_ || !scheduler_.enqueue({std::move(req), h, Clock::now()})) return nullptr;
+    if (stop_ || !scheduler_.enqueue(waiting)) return {};
   }
   cv_.notify_all();
-  return h;
+  return handles;
 }
 
 Gauges ServingEngine::gauges() const {

@@ -35,6 +35,9 @@ class ServingEngine {
 
   // Queues a request; nullptr when the queue is full (or after shutdown).
   std::shared_ptr<Handle> submit(GenRequest req);
+  // Queues the requests, all or none (empty: the queue has no room for all,
+  // or after shutdown): a request of n choices is never half queued.
+  std::vector<std::shared_ptr<Handle>> submit_all(std::vector<GenRequest> reqs);
   // Stops the engine's thread; unfinished requests end with an error.
   void shutdown();
   Gauges gauges() const;

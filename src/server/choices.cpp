@@ -5,17 +5,14 @@
 namespace kvlab::server {
 
 std::optional<Choices> Choices::submit(engine::ServingEngine& serving, const GenRequest& req, int n) {
-  Choices c;
+  std::vector<GenRequest> reqs;
   for (int i = 0; i < n; ++i) {
-    GenRequest r = req;
-    r.sampling.seed = req.sampling.seed + uint64_t(i);
-    std::shared_ptr<Handle> h = serving.submit(std::move(r));
-    if (!h) {
-      c.cancel();
-      return std::nullopt;
-    }
-    c.handles_.push_back(std::move(h));
+    reqs.push_back(req);
+    reqs.back().sampling.seed = req.sampling.seed + uint64_t(i);
   }
+  Choices c;
+  c.handles_ = serving.submit_all(std::move(reqs));
+  if (c.handles_.empty()) return std::nullopt;
   c.done_.assign(size_t(n), false);
   return c;
 }

@@ -1,35 +1,36 @@
-// The HTTP front end (cpp-httplib): OpenAI-compatible routes, /health,
-// /metrics, /api/simulate, /api/diagnose and /api/catalog, the live
-// measurements /api/race and /api/phases (server/lab.h), and the web page at /
-// (server/web_assets.h). It listens before the model is loaded (/health
-// answers 503 until set_model is called).
+// The HTTP front end: OpenAI-compatible routes, /health, /metrics,
+// /api/simulate, /api/diagnose and /api/catalog, the live measurements
+// /api/race and /api/phases (server/lab.h), and the web page at /
+// (server/web_assets.h), served by the event-driven HTTP layer of
+// server/http/ (docs/serving-http.md). It listens before the model is loaded
+// (/health answers 503 until set_model is called).
 #pragma once
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 
-#include "server/metrics.h"
 #include "engine/serving_engine.h"
+#include "server/http/limits.h"
+#include "server/http/message.h"
+#include "server/http/reply.h"
+#include "server/http/router.h"
+#include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace kvlab::server {
+
+namespace http {
+class Service;
+}
 
 enum class Endpoint;  // server/openai_api.h
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string api_key;             // empty: no authentication
-  size_t payload_max = 1 << 20;    // bytes of request body; larger: 413
-  int http_threads = 0;            // 0: slots + queue + 4
-  std::string model_id;            // echoed in responses
+  std::string api_key;   // empty: no authentication
+  std::string model_id;  // echoed in responses
+  http::Limits http;     // http.workers 0: slots + queue + 4
   engine::SchedulerOptions sched;
 };
 
@@ -41,9 +42,7 @@ class HttpServer {
   int bind();
   // Serves until stop(); blocking.
   void listen();
-  // Blocks until listen() (on another thread) is accepting connections. A
-  // stop() issued before that moment would be lost and listen() would never
-  // return, so whoever may stop early waits for this first.
+  // Blocks until listen() (on another thread) is serving.
   void wait_until_listening() const;
   void stop();
   // Takes the loaded model (kept alive by the caller) and starts the serving engine
@@ -51,8 +50,12 @@ class HttpServer {
   void set_model(const model::Model& model, const tokenizer::Tokenizer& tok, int n_ctx);
 
  private:
+  using Request = http::Request;
+  using Reply = http::Reply;
+  using Response = http::Response;
+
   // The routes, registered by group (the order matters where patterns
-  // overlap: httplib takes the first that matches).
+  // overlap: the first that matches answers).
   void routes();
   void status_routes();
   void openai_routes();
@@ -63,19 +66,20 @@ class HttpServer {
 
   // The checks before a handler's work; each answers the request itself
   // (401, 503) and returns false when it fails.
-  bool authorized(const httplib::Request& req, httplib::Response& res) const;
-  bool model_ready(httplib::Response& res) const;
+  bool authorized(const Request& req, Response& res) const;
+  bool model_ready(Response& res) const;
 
-  void health(httplib::Response& res) const;
-  void list_models(const httplib::Request& req, httplib::Response& res) const;
-  void describe_model(const httplib::Request& req, httplib::Response& res) const;
-  void complete(Endpoint ep, const httplib::Request& req, httplib::Response& res);
-  void race(const httplib::Request& req, httplib::Response& res);
-  void phases(const httplib::Request& req, httplib::Response& res);
+  void health(Response& res) const;
+  void list_models(const Request& req, Response& res) const;
+  void describe_model(const Request& req, Response& res) const;
+  void complete(Endpoint ep, const Request& req, Reply& reply);
+  void race(const Request& req, Reply& reply);
+  void phases(const Request& req, Response& res);
 
   ServerOptions opt_;
   Metrics metrics_;
-  std::unique_ptr<httplib::Server> svr_;
+  http::Router router_;
+  std::unique_ptr<http::Service> service_;
   std::atomic<bool> ready_{false};
   const tokenizer::Tokenizer* tok_ = nullptr;
   const model::Model* model_ = nullptr;
