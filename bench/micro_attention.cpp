@@ -20,12 +20,11 @@
 // chunks over the threads, then merges the partials (wall time). With L = 90
 // (141 MiB of f16 K/V) no row is still in the last-level cache when it is
 // read again, as in the engine, where the weights stream through the cache
-// between two steps; with L = 30 (47 MiB) part of them is (this 32 MiB-L3 VM:
-// f16, 2 threads, 31 GB/s at L = 30, 24 GB/s at L = 90, and the engine's
-// attention at 2048 positions costs what L = 90 predicts). At pos:2048,
-// layers:1 (cached) and layers:90 (DRAM) also run on 1 thread: what the
-// second thread adds (docs/performance-log.md, 2026-12-01 21:40: from
-// 51.9 us to 29-45 us in cache, from 6.1-9.2 ms to 4.4-6.0 ms from DRAM).
+// between two steps; with L = 30 (47 MiB) part of them is (on a 32 MiB L3,
+// L = 30 reads faster than L = 90, and the engine's attention at 2048
+// positions costs what L = 90 predicts). At pos:2048, layers:1 (cached) and
+// layers:90 (DRAM) also run on 1 thread, to show what the second thread adds
+// (docs/performance-log.md, "Attention and the KV cache").
 //
 // bytes/s counts the K and V rows read (2 * n_pos * one head's row bytes);
 // at pos:4096 with f16 that is 1 MiB per KV head, more than L2 on most CPUs.

@@ -11,13 +11,13 @@
 // is about the default model's weights; the set and the other buffer sit
 // in huge-page memory, as the engine's weights do.
 //
-// Why: on the Emerald Rapids VM (non-inclusive L3, 260 MiB) kvlab's first
-// decode steps after a prompt ran up to ~2x slower than the steady state,
-// the same with a 5-token prompt after the model load as after a long one,
-// while a dependent add loop timed before each step ran at one speed. This
-// loop, outside the engine, shows the same thing: after the other reads,
-// the first two passes of the set run at the DRAM rate and the next few
-// climb to the L3 rate (docs/performance-log.md, 2026-12-06).
+// Why: on a CPU with a large non-inclusive L3 that holds the model, kvlab's
+// first decode steps after a prompt ran up to ~2x slower than the steady
+// state, the same with a 5-token prompt after the model load as after a long
+// one, while a dependent add loop timed before each step ran at one speed.
+// This loop, outside the engine, shows the same thing: after the other
+// reads, the first two passes of the set run at the DRAM rate and the next
+// few climb to the L3 rate (docs/performance-log.md, "The quadratic trap").
 #include <benchmark/benchmark.h>
 
 #include <cstring>
