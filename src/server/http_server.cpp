@@ -232,7 +232,7 @@ void HttpServer::openai_routes() {
                           std::pair{"/v1/chat/completions", Endpoint::Chat},
                           std::pair{"/completions", Endpoint::Completions},
                           std::pair{"/chat/completions", Endpoint::Chat}})
-    router_.add("POST", path, Runs::OnWorker, [this, ep](const Request& req, Reply& r) { complete(ep, req, r); });
+    router_.add("POST", path, Runs::OnWorker, [this, ep = ep](const Request& req, Reply& r) { complete(ep, req, r); });
 }
 
 void HttpServer::complete(Endpoint ep, const Request& req, Reply& reply) {
@@ -267,7 +267,7 @@ void HttpServer::complete(Endpoint ep, const Request& req, Reply& reply) {
 
 void HttpServer::perf_routes() {
   for (auto [path, fn] : {std::pair{"/api/simulate", &simulate_request}, std::pair{"/api/diagnose", &diagnose_request}})
-    router_.add("POST", path, Runs::OnWorker, [this, fn](const Request& req, Reply& r) {
+    router_.add("POST", path, Runs::OnWorker, [this, fn = fn](const Request& req, Reply& r) {
       if (authorized(req, r.res)) perf_reply(fn, req, r.res);
     });
   router_.add("GET", "/api/catalog", Runs::OnWorker, [this](const Request& req, Reply& r) {
@@ -281,7 +281,7 @@ void HttpServer::tokenize_routes() {
   using TokenizerFn = std::string (*)(const std::string&, const tokenizer::Tokenizer&);
   for (auto [path, fn] : {std::pair<const char*, TokenizerFn>{"/tokenize", &tokenize_request},
                           std::pair<const char*, TokenizerFn>{"/detokenize", &detokenize_request}})
-    router_.add("POST", path, Runs::OnWorker, [this, fn](const Request& req, Reply& r) {
+    router_.add("POST", path, Runs::OnWorker, [this, fn = fn](const Request& req, Reply& r) {
       if (authorized(req, r.res) && model_ready(r.res)) json_reply(r.res, [&] { return fn(req.body, *tok_); });
     });
 }

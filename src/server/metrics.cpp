@@ -50,6 +50,10 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+// Clang before 17 deduces no aggregate's template arguments without a guide
+// (the fuzzers' build uses clang).
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 // One family: HELP, TYPE and the samples of `q` under `name`, each carrying `labels`.
 void family(std::string& out, const Quantity& q, const std::string& name, const std::string& labels, bool vllm) {
