@@ -2,7 +2,6 @@
 // (slot, tokens, positions in the KV cache, drafts), how its tokens are
 // chosen (SequenceSampler) and what its client sees (OutputProcessor).
 #pragma once
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -11,10 +10,9 @@
 #include "engine/output_processor.h"
 #include "engine/request.h"
 #include "engine/sequence_sampler.h"
+#include "engine/trace.h"
 
 namespace kvlab::engine {
-
-using Clock = std::chrono::steady_clock;
 
 struct RequestTimes {
   Clock::time_point arrival, admitted, first_token, last_token;
