@@ -27,6 +27,8 @@ struct DiagnoseCliOptions {
   std::string kv = "f16";
   std::string hw;
   std::string hw_profile = perf::default_hw_profile_path();
+  int tp = 1, pp = 1;
+  std::string link;
   std::string from;
   std::string answer;
   std::string output = "md";
@@ -66,7 +68,12 @@ void diagnose(const DiagnoseCliOptions& o) {
   d.weights = weights.format;
   d.weight_bits = weights.bits;
   d.kv = o.kv;
-  if (!o.hw.empty()) d.hw = perf::find_hardware(o.hw, o.hw_profile);
+  if (!o.hw.empty()) {
+    d.hw = perf::find_hardware(o.hw, o.hw_profile);
+    d.layout = perf::make_layout(o.tp, o.pp, o.link, *d.hw);
+  } else if (o.tp > 1 || o.pp > 1 || !o.link.empty()) {
+    throw Error("--tp, --pp and --link need --hw: the devices the metrics come from");
+  }
   d.eff = {o.eff_bw, o.eff_compute, o.layer_overhead_us * 1e-6};
   // A probed "this" knows how fast kvlab's kernels run on it: those
   // efficiencies for it, unless the command line sets them.
@@ -113,6 +120,13 @@ void add_diagnose_command(CLI::App& root) {
   app->add_option("--kv-dtype", o->kv, "KV cache format: f32, f16, bf16, fp8, q8_0, q4_0")->capture_default_str();
   app->add_option("--hw", o->hw, "the hardware the metrics come from (catalog id or 'this'); default: unknown");
   app->add_option("--hw-profile", o->hw_profile, "probe profile used by --hw this")->capture_default_str();
+  app->add_option("--tp", o->tp, "tensor-parallel devices of --hw the model ran on")
+      ->capture_default_str()
+      ->check(CLI::Range(1, perf::kMaxDevices));
+  app->add_option("--pp", o->pp, "pipeline stages of --hw the model ran on")
+      ->capture_default_str()
+      ->check(CLI::Range(1, perf::kMaxDevices));
+  app->add_option("--link", o->link, "link between the devices (default: the device's own, see kvlab simulate --list)");
   app->add_option("--from", o->from,
                   "read ttft_ms, decode_tok_s, prompt_tokens, kv_cache and model from a "
                   "`kvlab run --json` output");

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "lab/hardware/hardware.h"
+#include "lab/hardware/interconnect.h"
 #include "lab/report/report.h"
 #include "lab/report/units.h"
 #include "lab/simulate/model_catalog.h"
@@ -25,6 +26,8 @@ struct SimulateOptions {
   int64_t prompt = 512;
   int64_t gen = 2048;
   int64_t batch = 1;
+  int tp = 1, pp = 1;
+  std::string link;
   bool no_kv_cache = false;
   std::string weights = "auto";
   std::string kv = "f16";
@@ -65,17 +68,23 @@ perf::Efficiency efficiency(const SimulateOptions& o, const perf::Hardware& hw, 
 
 void list_catalogs() {
   std::printf(
-      "## Hardware (dense peaks)\n\n| id | name | kind | fp32 | bf16/fp16 | fp8 | int8 | bandwidth | memory | source "
-      "| note |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "## Hardware (dense peaks)\n\n| id | name | kind | fp32 | bf16/fp16 | fp8 | int8 | bandwidth | memory | link "
+      "| source | note |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   auto peak = [](const std::optional<double>& v) { return v ? perf::fmt_flops(*v) : std::string("-"); };
   auto tops = [](const std::optional<double>& v) { return v ? perf::fmt_num(*v / 1e12) + " TOPS" : std::string("-"); };
   for (const perf::Hardware& h : perf::hardware_catalog())
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.id.c_str(), h.name.c_str(),
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.id.c_str(), h.name.c_str(),
                 std::string(perf::hw_kind_name(h.kind)).c_str(), peak(h.fp32).c_str(), peak(h.bf16).c_str(),
                 peak(h.fp8).c_str(), tops(h.int8).c_str(), perf::fmt_bandwidth(h.mem_bw).c_str(), h.memory.c_str(),
-                h.source.c_str(), h.compute_note.c_str());
-  std::printf("| this | this machine | cpu | from `kvlab probe` (%s) | | | | | | | |\n\n",
+                h.link.empty() ? "-" : h.link.c_str(), h.source.c_str(), h.compute_note.c_str());
+  std::printf("| this | this machine | cpu | from `kvlab probe` (%s) | | | | | | | | |\n\n",
               perf::default_hw_profile_path().c_str());
+  std::printf("## Links between devices (--tp, --pp; --link)\n\n| id | name | per direction | per hop | source |\n"
+              "|---|---|---|---|---|\n");
+  for (const perf::Link& l : perf::link_catalog())
+    std::printf("| %s | %s | %s | %s | %s |\n", l.id.c_str(), l.name.c_str(), perf::fmt_bandwidth(l.bytes_per_s).c_str(),
+                perf::fmt_seconds(l.hop_latency_s).c_str(), l.source.c_str());
+  std::printf("\n");
   std::printf(
       "## Models\n\n| id | params | layers | d_model | d_ff | heads (q/kv) | vocab | source |\n"
       "|---|---|---|---|---|---|---|---|\n");
@@ -111,6 +120,7 @@ void simulate(const SimulateOptions& o) {
   if (o.compute != "auto") opt.compute = perf::parse_precision(o.compute);
   opt.eff = efficiency(o, hw, opt, m.config);
   opt.with_cache = !o.no_kv_cache;
+  opt.layout = perf::make_layout(o.tp, o.pp, o.link, hw);
   const perf::Simulation s = perf::simulate(m.id, m.config, hw, opt);
   std::cout << perf::render_simulation(s, format);
   if (!o.plot.empty()) {
@@ -139,6 +149,15 @@ void add_simulate_command(CLI::App& root) {
   app->add_option("--batch", o->batch, "sequences decoded together")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
+  app->add_option("--tp", o->tp, "tensor-parallel devices: heads, MLP columns and vocabulary split over them")
+      ->capture_default_str()
+      ->check(CLI::Range(1, perf::kMaxDevices));
+  app->add_option("--pp", o->pp, "pipeline stages: layers split over them (at batch 1, memory relief only)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, perf::kMaxDevices));
+  app->add_option("--link", o->link,
+                  "link between the devices: nvlink3, nvlink4, nvlink5, pcie4, pcie5 (default: the device's own, "
+                  "see --list)");
   app->add_flag("--no-kv-cache", o->no_kv_cache, "report only the no-cache mode (every step recomputes the sequence)");
   app->add_option("--weights", o->weights,
                   "weight format: auto (bf16; a GGUF file's own size), f32, f16, bf16, fp8, int8, q8_0, q4_1, q4_0")

@@ -7,7 +7,9 @@
 #include "common/error.h"
 #include "common/parse_json.h"
 #include "lab/report/units.h"
+#include "lab/simulate/device_memory.h"
 #include "lab/simulate/model_catalog.h"
+#include "lab/simulate/parallel.h"
 
 namespace kvlab::perf {
 
@@ -34,9 +36,12 @@ struct Context {
   Pass decode;   // the decode step the measurement describes
   Machine ref;   // the reference machine (the hardware, or what the metrics imply)
   bool ref_is_hw = false;
+  Layout layout;  // the devices `ref` stands for: in.layout on the hardware, one device otherwise
 };
 
-double pass_seconds(const model::Config& c, const Pass& p, const Machine& m) { return time_pass(c, p, m).seconds; }
+double pass_seconds(const model::Config& c, const Pass& p, const Machine& m, const Layout& l) {
+  return time_layout_pass(c, p, m, l).seconds;
+}
 
 Pass with_tokens(Pass p, int64_t t, int64_t past) {
   p.new_tokens = t;
@@ -101,8 +106,8 @@ void classify(PhaseReport& r, const Context& x, const NumberFormat& wf) {
 // Speed-up of the struggling phase when its pass changes from `a` to `b`
 // (or the machine from `ma` to `mb`).
 double gain(const model::Config& ca, const Pass& a, const Machine& ma, const model::Config& cb, const Pass& b,
-            const Machine& mb) {
-  return pass_seconds(ca, a, ma) / pass_seconds(cb, b, mb);
+            const Machine& mb, const Layout& l) {
+  return pass_seconds(ca, a, ma, l) / pass_seconds(cb, b, mb, l);
 }
 
 const ModelEntry* smaller_model(const model::Config& c) {
@@ -115,17 +120,27 @@ const ModelEntry* smaller_model(const model::Config& c) {
   return best;
 }
 
+MemoryShape memory_shape(const Context& x, const Machine& m) {
+  const Observation& ob = x.in.obs;
+  return {x.shape.weight_bytes, x.shape.kv_bytes, activation_bytes(m.precision), ob.prompt_tokens + ob.gen_tokens,
+          1, ob.prompt_tokens};
+}
+
 std::vector<HwOption> hardware_options(const Context& x, const Diagnosis& d, const NumberFormat& wf) {
   std::vector<HwOption> out;
   const model::Config& c = x.in.model;
+  const Layout& asked = x.in.layout;
   for (const Hardware& h : hardware_catalog()) {
+    // The user's layout on each catalog device, over its own link; devices
+    // the catalog links to nothing are left out of a multi-device layout.
+    if (asked.devices() > 1 && h.link.empty()) continue;
+    const Layout l = make_layout(asked.tp, asked.pp, "", h);
     const Machine m = make_machine(h, dense_precision(h, wf), x.in.eff);
-    HwOption o{h.id, h.name, h.kind, h.mem_bw, pass_seconds(c, x.prefill, m), 1.0 / pass_seconds(c, x.decode, m),
+    HwOption o{h.id, h.name, h.kind, h.mem_bw, pass_seconds(c, x.prefill, m, l), 1.0 / pass_seconds(c, x.decode, m, l),
                0,    0,      false};
     o.prefill_gain = d.prefill.seconds / o.ttft_s;
     o.decode_gain = o.decode_tok_s * d.decode.seconds;
-    const double kv = kv_cache_bytes(c, x.shape.kv_bytes, double(x.in.obs.prompt_tokens + x.in.obs.gen_tokens));
-    o.fits = d.weight_bytes + kv <= h.mem_bytes;
+    o.fits = device_memory(c, l, memory_shape(x, m), h.mem_bytes).fits();
     out.push_back(std::move(o));
   }
   const bool dec = d.struggling == Phase::Decode;
@@ -143,7 +158,7 @@ std::vector<Remedy> decode_remedies(const Context& x, const Diagnosis& d) {
 
   if (!x.in.obs.kv_cache) {
     const Pass cached = with_tokens(x.shape, 1, x.decode.new_tokens - 1);
-    r.push_back({"turn the KV cache on", gain(c, x.decode, m, c, cached, m),
+    r.push_back({"turn the KV cache on", gain(c, x.decode, m, c, cached, m, x.layout),
                  "each step then processes 1 token instead of recomputing " + std::to_string(x.decode.new_tokens)});
   }
 
@@ -171,28 +186,28 @@ std::vector<Remedy> decode_remedies(const Context& x, const Diagnosis& d) {
     if (f.bits >= d.weight_bits) continue;
     Pass p = x.decode;
     p.weight_bytes = f.bytes();
-    r.push_back({std::string("weight quantization to ") + q, gain(c, x.decode, m, c, p, m),
+    r.push_back({std::string("weight quantization to ") + q, gain(c, x.decode, m, c, p, m, x.layout),
                  "weights shrink from " + fmt_num(d.weight_bits) + " to " + fmt_num(f.bits) +
                      " bits and a memory-bound step with them; " + quality + " quality cost"});
   }
   if (x.shape.kv_bytes * 8 > 8.5) {
     Pass p = x.decode;
     p.kv_bytes = kv_format("q8_0").bytes();
-    r.push_back({"KV cache quantization to q8_0", gain(c, x.decode, m, c, p, m),
+    r.push_back({"KV cache quantization to q8_0", gain(c, x.decode, m, c, p, m, x.layout),
                  "at " + std::to_string(x.in.obs.prompt_tokens) +
                      " positions the KV cache is a small share of the bytes; the gain grows with context"});
   }
   {
     Pass b = x.decode;
     b.batch = kBatchForRemedy;
-    const double g = double(kBatchForRemedy) * pass_seconds(c, x.decode, m) / pass_seconds(c, b, m);
+    const double g = double(kBatchForRemedy) * pass_seconds(c, x.decode, m, x.layout) / pass_seconds(c, b, m, x.layout);
     r.push_back({"batching " + std::to_string(kBatchForRemedy) + " requests", g,
                  "aggregate tokens/s across requests; each stream's own speed does not improve", true});
   }
   {
     const double accepted = (1.0 - std::pow(kSpecAlpha, kSpecGamma + 1)) / (1.0 - kSpecAlpha);
     const Pass verify = with_tokens(x.decode, x.decode.new_tokens + kSpecGamma, x.decode.past);
-    const double verify_cost = pass_seconds(c, verify, m) / pass_seconds(c, x.decode, m);
+    const double verify_cost = pass_seconds(c, verify, m, x.layout) / pass_seconds(c, x.decode, m, x.layout);
     r.push_back({"speculative decoding", accepted / (kSpecGamma * kSpecDraftCost + verify_cost),
                  "draft of " + std::to_string(kSpecGamma) + " tokens at 1/10 the cost, acceptance " +
                      fmt_num(kSpecAlpha, 2) + " (Leviathan et al. 2023): " + fmt_num(accepted) +
@@ -200,7 +215,7 @@ std::vector<Remedy> decode_remedies(const Context& x, const Diagnosis& d) {
   }
   if (const ModelEntry* s = smaller_model(c)) {
     Pass p = x.decode;
-    r.push_back({"a smaller model (" + std::string(s->id) + ")", gain(c, x.decode, m, s->config, p, m),
+    r.push_back({"a smaller model (" + std::string(s->id) + ")", gain(c, x.decode, m, s->config, p, m, x.layout),
                  fmt_num(param_count(s->config).total() / 1e9) + " B instead of " +
                      fmt_num(param_count(c).total() / 1e9) + " B parameters, at a quality cost"});
   }
@@ -219,13 +234,13 @@ std::vector<Remedy> prefill_remedies(const Context& x, const Diagnosis& d) {
     f.flops *= ratio;
     Pass p = x.prefill;
     p.weight_bytes = std::min(p.weight_bytes, 1.0);
-    r.push_back({"fp8 weights and math", gain(c, x.prefill, m, c, p, f),
+    r.push_back({"fp8 weights and math", gain(c, x.prefill, m, c, p, f, x.layout),
                  ratio > 1 ? "fp8 tensor cores run " + fmt_num(ratio, 2) + "x the bf16 rate"
                            : "this hardware has no fp8 rate; only the smaller weights help"});
   }
   {
     const Pass half = with_tokens(x.prefill, std::max<int64_t>(x.prefill.new_tokens / 2, 1), x.prefill.new_tokens / 2);
-    r.push_back({"prefix (prompt) caching", gain(c, x.prefill, m, c, half, m),
+    r.push_back({"prefix (prompt) caching", gain(c, x.prefill, m, c, half, m, x.layout),
                  "when half of the prompt (a system prompt, the chat so far) is already cached"});
   }
   for (const char* q : {"q4_0"}) {
@@ -233,7 +248,7 @@ std::vector<Remedy> prefill_remedies(const Context& x, const Diagnosis& d) {
     if (f.bits >= d.weight_bits) continue;
     Pass p = x.prefill;
     p.weight_bytes = f.bytes();
-    r.push_back({std::string("weight quantization to ") + q, gain(c, x.prefill, m, c, p, m),
+    r.push_back({std::string("weight quantization to ") + q, gain(c, x.prefill, m, c, p, m, x.layout),
                  "fewer bytes only help a prefill that is memory-bound (short prompts)"});
   }
   if (x.ref_is_hw && d.prefill.predicted_s) {
@@ -242,7 +257,7 @@ std::vector<Remedy> prefill_remedies(const Context& x, const Diagnosis& d) {
                  "the roofline of " + x.in.hw->name + " predicts a TTFT of " + fmt_seconds(*d.prefill.predicted_s)});
   }
   if (const ModelEntry* s = smaller_model(c))
-    r.push_back({"a smaller model (" + std::string(s->id) + ")", gain(c, x.prefill, m, s->config, x.prefill, m),
+    r.push_back({"a smaller model (" + std::string(s->id) + ")", gain(c, x.prefill, m, s->config, x.prefill, m, x.layout),
                  "FLOPs scale with parameters, at a quality cost"});
   return r;
 }
@@ -275,9 +290,12 @@ std::string cause_text(const Diagnosis& d, const Context& x) {
            " is the speed of system RAM or a PCIe link, far below any GPU's VRAM (" + fmt_bandwidth(slowest_gpu) +
            " and up): either this runs on a CPU, or the weights are not (all) in device memory while decoding.";
   }
-  if (x.ref_is_hw && d.weight_bytes > x.in.hw->mem_bytes)
-    s += " The weights (" + fmt_bytes(d.weight_bytes) + ") do not fit in " + x.in.hw->name + "'s " +
-         fmt_bytes(x.in.hw->mem_bytes) + ": part of the model must be offloaded.";
+  if (x.ref_is_hw) {
+    const DeviceMemory m = device_memory(x.in.model, x.layout, memory_shape(x, x.ref), x.in.hw->mem_bytes);
+    if (!m.fits())
+      s += " The weights, KV cache and activations (" + fmt_bytes(m.total()) + " per device) do not fit in " +
+           x.in.hw->name + "'s " + fmt_bytes(m.usable) + " usable: part of the model must be offloaded.";
+  }
   return s;
 }
 
@@ -311,14 +329,14 @@ void find_contradictions(Diagnosis& d, const Context& x, const NumberFormat& wf)
   if (x.ref_is_hw) {
     const Efficiency ideal{1.0, 1.0, 0.0};
     const Machine peak = make_machine(*x.in.hw, dense_precision(*x.in.hw, wf), ideal);
-    const double ttft_min = pass_seconds(c, x.prefill, peak);
+    const double ttft_min = pass_seconds(c, x.prefill, peak, x.layout);
     if (d.prefill.seconds < ttft_min)
       d.contradictions.push_back(
           {"The TTFT (" + fmt_seconds(d.prefill.seconds) + ") is below what " + x.in.hw->name +
                "'s peak allows for this model and prompt (" + fmt_seconds(ttft_min) + ").",
            {"the prompt is shorter than stated, or part of it came from a prefix cache",
             "the model is smaller or more quantized than stated", "the work is split over several devices"}});
-    const double step_min = pass_seconds(c, x.decode, peak);
+    const double step_min = pass_seconds(c, x.decode, peak, x.layout);
     if (d.decode.seconds < step_min)
       d.contradictions.push_back(
           {"The decode rate (" + fmt_num(x.in.obs.decode_tok_s) + " tok/s) is above what " + x.in.hw->name +
@@ -388,7 +406,9 @@ Diagnosis diagnose(const DiagnoseOptions& in) {
   // Every machine prices the matmuls at perf::dense_precision, as kvlab
   // simulate does (integer weights on a CPU with an int8 peak: int8).
 
-  Context x{in, {}, {}, {}, {}, false};
+  if (in.layout.devices() > 1 && !in.hw) throw Error("--tp and --pp need --hw: the devices the metrics come from");
+  check_layout(in.model, in.layout);
+  Context x{in, {}, {}, {}, {}, false, {}};
   x.shape.weight_bytes = d.weight_bits / 8.0;
   x.shape.kv_bytes = kv_format(in.kv).bytes();
   x.prefill = with_tokens(x.shape, ob.prompt_tokens, 0);
@@ -400,13 +420,18 @@ Diagnosis diagnose(const DiagnoseOptions& in) {
   if (in.hw) {
     x.ref = make_machine(*in.hw, dense_precision(*in.hw, wf), in.hw_eff ? *in.hw_eff : in.eff);
     x.ref_is_hw = true;
+    x.layout = in.layout;
     d.reference = in.hw->name + " with " + (in.hw_eff ? "efficiencies " + in.hw_eff->source : "the default efficiencies");
     const Machine peak = make_machine(*in.hw, dense_precision(*in.hw, wf), {1.0, 1.0, 0.0});
+    // Tensor parallelism runs tp devices at once; pipeline stages take turns
+    // at batch 1, so the peaks the whole pass can use are tp devices'.
+    const double devices_at_once = in.layout.tp;
     for (PhaseReport* r : {&d.prefill, &d.decode}) {
-      r->on_hw = roofline_verdict(r->flops, r->bytes, r->seconds, peak.peak_flops, peak.peak_bytes_per_s);
+      r->on_hw = roofline_verdict(r->flops, r->bytes, r->seconds, peak.peak_flops * devices_at_once,
+                                  peak.peak_bytes_per_s * devices_at_once);
     }
-    d.prefill.predicted_s = pass_seconds(in.model, x.prefill, x.ref);
-    d.decode.predicted_s = pass_seconds(in.model, x.decode, x.ref);
+    d.prefill.predicted_s = pass_seconds(in.model, x.prefill, x.ref, x.layout);
+    d.decode.predicted_s = pass_seconds(in.model, x.decode, x.ref, x.layout);
   } else {
     // What the metrics themselves show: the decode's bandwidth and the
     // prefill's FLOP/s, no overheads (they are inside the measurements).
@@ -428,8 +453,8 @@ Diagnosis diagnose(const DiagnoseOptions& in) {
   Machine more_flops = x.ref, more_bw = x.ref;
   more_flops.flops *= 2;
   more_bw.bytes_per_s *= 2;
-  d.gain_2x_flops = gain(in.model, spass, x.ref, in.model, spass, more_flops);
-  d.gain_2x_bandwidth = gain(in.model, spass, x.ref, in.model, spass, more_bw);
+  d.gain_2x_flops = gain(in.model, spass, x.ref, in.model, spass, more_flops, x.layout);
+  d.gain_2x_bandwidth = gain(in.model, spass, x.ref, in.model, spass, more_bw, x.layout);
 
   d.cause = cause_text(d, x);
   d.upgrade = upgrade_text(d);

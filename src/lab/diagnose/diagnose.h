@@ -16,6 +16,7 @@
 #include "engine/phase.h"
 #include "lab/hardware/hardware.h"
 #include "lab/hardware/roofline.h"
+#include "lab/simulate/layout.h"
 #include "lab/simulate/simulate.h"
 #include "model/config.h"
 
@@ -45,6 +46,10 @@ struct DiagnoseOptions {
   std::optional<double> weight_bits;  // a GGUF file's own average, when known
   std::string kv = "f16";
   std::optional<Hardware> hw;  // the user's hardware, when known
+  // The devices of `hw` the model was split over (tensor x pipeline
+  // parallel); one by default. Catalog devices are priced with the same
+  // split over their own links.
+  Layout layout;
   Efficiency eff;              // for catalog hardware, and for `hw` unless hw_eff is set
   std::optional<Efficiency> hw_eff;  // for `hw` alone (a probed "this": what kvlab's kernels reach)
   double target_ttft_s = 1.0;

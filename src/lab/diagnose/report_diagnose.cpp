@@ -20,13 +20,20 @@ std::string opt_percent(const std::optional<Verdict>& v, bool flops) {
   return fmt_percent(flops ? v->flops_utilization : v->bw_utilization);
 }
 
+// ", split tp 4 x pp 1 over NVLink 4" for a layout of several devices.
+std::string layout_text(const Layout& l) {
+  if (l.devices() == 1) return "";
+  return ", split tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) + " over " + l.link->name +
+         " (MFU and MBU against " + std::to_string(l.tp) + " devices' peaks)";
+}
+
 std::string render_md(const Diagnosis& d) {
   const Observation& ob = d.in.obs;
   std::ostringstream o;
   o << "## Diagnosis: " << d.in.model_id << " (" << d.in.weights << ", " << fmt_num(d.weight_bits)
     << " bits/weight), TTFT " << fmt_seconds(ob.ttft_s) << " for " << ob.prompt_tokens << " prompt tokens, "
     << fmt_num(ob.decode_tok_s) << " tok/s decode" << (ob.kv_cache ? "" : " without KV cache")
-    << (d.in.hw ? " on " + d.in.hw->name : std::string(", hardware not given")) << "\n\n";
+    << (d.in.hw ? " on " + d.in.hw->name : std::string(", hardware not given")) << layout_text(d.in.layout) << "\n\n";
 
   o << "**Struggling phase: " << phase_name(d.struggling) << ".** TTFT " << fmt_seconds(ob.ttft_s) << " is "
     << fmt_factor(d.prefill.target_miss) << " its " << fmt_seconds(d.in.target_ttft_s) << " target; decode at "
@@ -126,7 +133,10 @@ std::string render_json(const Diagnosis& d) {
               {"model", d.in.model_id},
               {"weights", d.in.weights},
               {"weight_bits", d.weight_bits},
-              {"hardware", d.in.hw ? json(d.in.hw->id) : json(nullptr)}}},
+              {"hardware", d.in.hw ? json(d.in.hw->id) : json(nullptr)},
+              {"tp", d.in.layout.tp},
+              {"pp", d.in.layout.pp},
+              {"link", d.in.layout.link ? json(d.in.layout.link->id) : json(nullptr)}}},
             {"struggling_phase", phase_name(d.struggling)},
             {"misses_target", d.misses_target},
             {"limiting_resource", resource_name(d.limiting)},

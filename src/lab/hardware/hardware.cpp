@@ -25,39 +25,39 @@ std::vector<Hardware> nvidia_datacenter_gpus() {
        .fp32 = 67 * T, .tf32 = 989 * T / 2, .bf16 = 1979 * T / 2, .fp8 = 3958 * T / 2, .int8 = 3958 * T / 2,
        .mem_bw = 3.35e12, .mem_bytes = 80 * G, .memory = "80 GB HBM3",
        .source = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (TF32 989*, BF16 1,979*, FP8 3,958*, "
-                 "INT8 3,958* TOPS; FP32 67 TF; 3.35 TB/s)",
-       .compute_note = nv_sparse, .sparse_halved = true},
+                 "INT8 3,958* TOPS; FP32 67 TF; 3.35 TB/s; NVLink 900 GB/s)",
+       .compute_note = nv_sparse, .sparse_halved = true, .link = "nvlink4"},
       {.id = "h200",
        .aliases = {"h200-sxm"},
        .name = "NVIDIA H200 SXM 141GB",
        .fp32 = 67 * T, .tf32 = 989 * T / 2, .bf16 = 1979 * T / 2, .fp8 = 3958 * T / 2, .int8 = 3958 * T / 2,
        .mem_bw = 4.8e12, .mem_bytes = 141 * G, .memory = "141 GB HBM3e",
-       .source = "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column (tensor rates as H100 SXM; 4.8 TB/s, 141 GB)",
-       .compute_note = nv_sparse, .sparse_halved = true},
+       .source = "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column (tensor rates as H100 SXM; 4.8 TB/s, 141 GB; NVLink 900 GB/s)",
+       .compute_note = nv_sparse, .sparse_halved = true, .link = "nvlink4"},
       {.id = "a100",
        .aliases = {"a100-80gb", "a100-sxm"},
        .name = "NVIDIA A100 SXM4 80GB",
        .fp32 = 19.5 * T, .tf32 = 156 * T, .bf16 = 312 * T, .int8 = 624 * T,
        .mem_bw = 2.039e12, .mem_bytes = 80 * G, .memory = "80 GB HBM2e",
        .source = "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column (TF32 156, BF16 312, INT8 624 dense; "
-                 "2,039 GB/s)",
-       .compute_note = "datasheet prints dense figures, sparse ones (x2) marked *"},
+                 "2,039 GB/s; NVLink 600 GB/s)",
+       .compute_note = "datasheet prints dense figures, sparse ones (x2) marked *", .link = "nvlink3"},
       {.id = "l4",
        .aliases = {"nvidia-l4"},
        .name = "NVIDIA L4 24GB",
        .fp32 = 30.3 * T, .tf32 = 120 * T / 2, .bf16 = 242 * T / 2, .fp8 = 485 * T / 2, .int8 = 485 * T / 2,
        .mem_bw = 300 * G, .mem_bytes = 24 * G, .memory = "24 GB GDDR6",
        .source = "NVIDIA L4 Tensor Core GPU datasheet (TF32 120*, BF16 242*, FP8 485*, INT8 485* TOPS; FP32 30.3 TF; "
-                 "300 GB/s)",
-       .compute_note = nv_sparse, .sparse_halved = true},
+                 "300 GB/s; PCIe Gen4 x16, no NVLink)",
+       .compute_note = nv_sparse, .sparse_halved = true, .link = "pcie4"},
       {.id = "l40s",
        .aliases = {"nvidia-l40s"},
        .name = "NVIDIA L40S 48GB",
        .fp32 = 91.6 * T, .tf32 = 366 * T / 2, .bf16 = 733 * T / 2, .fp8 = 1466 * T / 2, .int8 = 1466 * T / 2,
        .mem_bw = 864 * G, .mem_bytes = 48 * G, .memory = "48 GB GDDR6",
        .source = "NVIDIA L40S GPU datasheet (TF32 366*, BF16 733*, FP8 1,466*, INT8 1,466* TOPS; FP32 91.6 TF; "
-                 "864 GB/s)",
-       .compute_note = nv_sparse, .sparse_halved = true},
+                 "864 GB/s; PCIe Gen4 x16, no NVLink)",
+       .compute_note = nv_sparse, .sparse_halved = true, .link = "pcie4"},
   };
 }
 
@@ -70,16 +70,19 @@ std::vector<Hardware> nvidia_geforce_gpus() {
        .fp32 = 82.6 * T, .tf32 = 82.6 * T, .bf16 = 165.2 * T, .fp8 = 330.3 * T, .int8 = 660.6 * T,
        .mem_bw = 1008 * G, .mem_bytes = 24 * G, .memory = "24 GB GDDR6X",
        .source = "NVIDIA Ada Lovelace GPU architecture whitepaper, GeForce RTX 4090 column (dense/sparse pairs; BF16 "
-                 "and FP8 with FP32 accumulate)",
-       .compute_note = "dense column of the whitepaper; FP16 with FP16 accumulate runs 2x the BF16 figure"},
+                 "and FP8 with FP32 accumulate; PCIe 4.0 x16, no NVLink)",
+       .compute_note = "dense column of the whitepaper; FP16 with FP16 accumulate runs 2x the BF16 figure",
+       .link = "pcie4"},
       {.id = "rtx3090",
        .aliases = {"rtx-3090", "3090"},
        .name = "NVIDIA GeForce RTX 3090",
        .fp32 = 35.6 * T, .tf32 = 35.6 * T, .bf16 = 71 * T, .int8 = 284 * T,
        .mem_bw = 936 * G, .mem_bytes = 24 * G, .memory = "24 GB GDDR6X",
        .source = "NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 column (BF16 with FP32 "
-                 "accumulate 71 dense / 142 sparse)",
-       .compute_note = "dense column of the whitepaper; FP16 with FP16 accumulate runs 2x the BF16 figure"},
+                 "accumulate 71 dense / 142 sparse; PCIe 4.0 x16)",
+       .compute_note = "dense column of the whitepaper; FP16 with FP16 accumulate runs 2x the BF16 figure; its 2-way "
+                       "NVLink bridge is optional, so PCIe is the default link",
+       .link = "pcie4"},
   };
 }
 

@@ -31,6 +31,10 @@ struct Hardware {
   std::string source;          // document the figures come from
   std::string compute_note;    // how the dense figures were obtained
   bool sparse_halved = false;  // true when the datasheet's figure was 2:4-sparse and is halved here
+  // The device-to-device link (lab/hardware/interconnect.h) a group of these
+  // uses by default: NVLink for SXM parts, PCIe for cards without it; empty
+  // where the catalog has none (Apple SoCs, CPUs).
+  std::string link{};
   // kvlab's own kernels timed on this hardware ("this", from a probe that
   // timed them): the simulator's efficiencies come from them
   // (perf::efficiency_for). Absent for catalog entries.

@@ -68,6 +68,12 @@ void render_inputs_md(std::ostringstream& o, const Simulation& s) {
   o << "| weights | " << s.opt.weights << ", " << fmt_num(s.weight_bits) << " bits/weight, "
     << fmt_bytes(s.weight_bytes) << " |\n";
   o << "| KV cache | " << s.opt.kv << ", " << fmt_bytes(s.kv_bytes_per_token) << " per position per sequence |\n";
+  const Layout& l = s.opt.layout;
+  if (l.devices() > 1)
+    o << "| devices | tp " << l.tp << " x pp " << l.pp << " = " << l.devices() << " x " << s.hw.id << " over "
+      << l.link->name << " (" << fmt_bandwidth(l.link->bytes_per_s) << " per direction, "
+      << fmt_seconds(l.link->hop_latency_s) << " per hop); every time below is one device's share of the pass plus "
+      << "the links' |\n";
   o << "| batch x (prompt + gen) | " << s.opt.batch << " x (" << s.opt.prompt << " + " << s.opt.gen << ") |\n";
   o << "| compute priced | " << precision_name(s.machine.precision) << " " << fmt_flops(s.machine.peak_flops)
     << " dense x " << fmt_num(s.opt.eff.compute, 2) << " = " << fmt_flops(s.machine.flops);
@@ -117,13 +123,39 @@ void render_attention_and_sources_md(std::ostringstream& o, const Simulation& s)
   o << "| hardware source | " << s.hw.source << " |\n\n";
 }
 
+std::string suggestion_text(const Simulation& s) {
+  if (!s.suggestion)
+    return "no layout of up to " + std::to_string(kMaxSuggestedTp) + " devices per stage fits it in any weight format";
+  const FitSuggestion& f = *s.suggestion;
+  std::string flags = "--tp " + std::to_string(f.tp);
+  if (s.opt.layout.pp > 1) flags += " --pp " + std::to_string(s.opt.layout.pp);
+  std::string why;
+  if (f.weights != s.opt.weights) {
+    flags = "--weights " + f.weights + " " + flags;
+    why = " (not even " + std::to_string(kMaxSuggestedTp) + " devices per stage hold " + s.opt.weights + ")";
+  }
+  return "the smallest layout that fits is " + flags + why + ", " + fmt_bytes(f.memory.total()) + " per device";
+}
+
+// What the busiest device holds against what it has, and what to do when it
+// does not fit.
+void render_memory_md(std::ostringstream& o, const Simulation& s) {
+  const DeviceMemory& m = s.memory;
+  o << (s.opt.layout.devices() > 1 ? "Memory per device" : "Memory") << ": weights " << fmt_bytes(m.weights)
+    << " + KV " << fmt_bytes(m.kv) << " + activations " << fmt_bytes(m.activations) << " = "
+    << fmt_bytes(m.total()) << " of " << fmt_bytes(m.usable) << " usable (" << fmt_num(kUsableMemoryFraction * 100)
+    << "% of " << fmt_bytes(s.hw.mem_bytes) << "): ";
+  if (s.fits)
+    o << "fits.\n\n";
+  else
+    o << "does NOT fit; " << suggestion_text(s)
+      << ". The times below are for the layout asked for, as if it fitted.\n\n";
+}
+
 // Whether it fits, then TTFT, decode steps and total, with and without the
 // KV cache, and where decode turns compute-bound.
 void render_summary_md(std::ostringstream& o, const Simulation& s) {
-  o << "Memory: weights " << fmt_bytes(s.weight_bytes) << " + KV " << fmt_bytes(s.kv_bytes_final) << " = "
-    << fmt_bytes(s.weight_bytes + s.kv_bytes_final) << " of " << fmt_bytes(s.hw.mem_bytes) << ": "
-    << (s.fits ? "fits" : "does NOT fit; the times below assume it did (a real run would offload and be slower)")
-    << ".\n\n";
+  render_memory_md(o, s);
 
   const bool c = s.opt.with_cache, u = s.opt.without_cache;
   o << "| | " << (c ? "with KV cache |" : "") << (u ? " without KV cache |" : "") << "\n|---|" << (c ? "---|" : "")
@@ -140,6 +172,9 @@ void render_summary_md(std::ostringstream& o, const Simulation& s) {
         pass_cell(first.naive));
     row("last decode step (position " + std::to_string(last.position) + ")", pass_cell(last.cached),
         pass_cell(last.naive));
+    if (first.cached.comm_s > 0)
+      o << "| of which on the links | " << (c ? fmt_seconds(first.cached.comm_s) + " |" : "")
+        << (u ? " " + fmt_seconds(first.naive.comm_s) + " |" : "") << "\n";
     row("average over " + std::to_string(s.steps.size()) + " steps", fmt_num(mean_tok_s(s, true)) + " tok/s",
         fmt_num(mean_tok_s(s, false)) + " tok/s");
   }
@@ -200,7 +235,27 @@ json pass_json(const PassTime& t) {
           {"dense_ms", t.dense_s * 1e3},
           {"attention_ms", t.attention_s * 1e3},
           {"overhead_ms", t.overhead_s * 1e3},
+          {"comm_ms", t.comm_s * 1e3},
           {"bound", bound_name(t.bound)}};
+}
+
+json device_memory_json(const DeviceMemory& m) {
+  return {{"weight_bytes", m.weights},
+          {"kv_bytes", m.kv},
+          {"activation_bytes", m.activations},
+          {"total_bytes", m.total()},
+          {"usable_bytes", m.usable}};
+}
+
+json layout_json(const Layout& l) {
+  json j = {{"tp", l.tp}, {"pp", l.pp}, {"devices", l.devices()}, {"link", nullptr}};
+  if (l.link)
+    j["link"] = {{"id", l.link->id},
+                 {"name", l.link->name},
+                 {"bytes_per_s", l.link->bytes_per_s},
+                 {"hop_latency_us", l.link->hop_latency_s * 1e6},
+                 {"source", l.link->source}};
+  return j;
 }
 
 std::string render_json(const Simulation& s) {
@@ -247,11 +302,18 @@ std::string render_json(const Simulation& s) {
         {"attention_decode_flops", s.machine.attention_decode_rate()},
         {"elementwise_flops", s.machine.elementwise_rate()},
         {"ridge_flop_per_byte", s.machine.flops / s.machine.bytes_per_s}}},
+      {"layout", layout_json(s.opt.layout)},
       {"memory",
        {{"weight_bytes", s.weight_bytes},
         {"kv_bytes_per_token", s.kv_bytes_per_token},
         {"kv_bytes_final", s.kv_bytes_final},
-        {"fits", s.fits}}},
+        {"per_device", device_memory_json(s.memory)},
+        {"fits", s.fits},
+        {"suggestion", s.suggestion ? json{{"tp", s.suggestion->tp},
+                                           {"pp", s.opt.layout.pp},
+                                           {"weights", s.suggestion->weights},
+                                           {"per_device", device_memory_json(s.suggestion->memory)}}
+                                    : json(nullptr)}}},
       {"ttft_ms", s.prefill.seconds * 1e3},
       {"prefill", pass_json(s.prefill)},
       {"crossover_position", s.crossover ? json(*s.crossover) : json(nullptr)},

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "lab/report/units.h"
+#include "lab/simulate/parallel.h"
 
 namespace kvlab::perf {
 
@@ -232,11 +233,13 @@ Simulation simulate(const std::string& model_id, const model::Config& model, con
   s.weight_bits = opt.weight_bits.value_or(wf.bits);
   s.kv_bits = kf.bits;
   s.machine = make_machine(hw, opt.compute.value_or(dense_precision(hw, wf)), opt.eff, kf.compute);
+  check_layout(model, opt.layout);
+  const Layout& layout = opt.layout;
 
   const Pass shape = pass_shape(s);
   Pass prefill = shape;
   prefill.new_tokens = opt.prompt;
-  s.prefill = time_pass(model, prefill, s.machine);
+  s.prefill = time_layout_pass(model, prefill, s.machine, layout);
 
   s.total_cached_s = s.total_naive_s = s.prefill.seconds;
   s.steps.reserve(size_t(opt.gen));
@@ -247,13 +250,13 @@ Simulation simulate(const std::string& model_id, const model::Config& model, con
       Pass p = shape;
       p.new_tokens = 1;
       p.past = st.position;
-      st.cached = time_pass(model, p, s.machine);
+      st.cached = time_layout_pass(model, p, s.machine, layout);
       s.total_cached_s += st.cached.seconds;
     }
     if (opt.without_cache) {
       Pass p = shape;
       p.new_tokens = st.position + 1;
-      st.naive = time_pass(model, p, s.machine);
+      st.naive = time_layout_pass(model, p, s.machine, layout);
       s.total_naive_s += st.naive.seconds;
     }
     s.steps.push_back(st);
@@ -262,8 +265,13 @@ Simulation simulate(const std::string& model_id, const model::Config& model, con
   s.weight_bytes = weight_memory_bytes(model, s.weight_bits / 8.0);
   s.kv_bytes_per_token = kv_bytes_per_token(model, s.kv_bits / 8.0);
   s.kv_bytes_final = kv_cache_bytes(model, s.kv_bits / 8.0, double(opt.prompt + opt.gen)) * double(opt.batch);
-  s.fits = s.weight_bytes + s.kv_bytes_final <= hw.mem_bytes;
-  s.crossover = nocache_crossover(model, shape, s.machine);
+  const MemoryShape mem{s.weight_bits / 8.0, s.kv_bits / 8.0, activation_bytes(s.machine.precision),
+                        opt.prompt + opt.gen, opt.batch, opt.prompt};
+  s.memory = device_memory(model, layout, mem, hw.mem_bytes);
+  s.fits = s.memory.fits();
+  if (!s.fits) s.suggestion = smallest_fit(model, layout, mem, opt.weights, hw.mem_bytes);
+  // Where a device's own work turns compute-bound; the links do not move it.
+  s.crossover = nocache_crossover(tp_shard(model, layout.tp), shape, s.machine);
   return s;
 }
 

@@ -31,6 +31,8 @@
 #include "lab/hardware/formats.h"
 #include "lab/hardware/hardware.h"
 #include "lab/hardware/roofline.h"
+#include "lab/simulate/device_memory.h"
+#include "lab/simulate/layout.h"
 #include "model/config.h"
 
 namespace kvlab::perf {
@@ -150,7 +152,8 @@ struct PassTime {
   double dense_s = 0;      // the matmul jobs' and element-wise ops' roofline times
   double attention_s = 0;  // the attention group's
   double overhead_s = 0;   // n_layer · layer_overhead
-  double seconds = 0;      // dense_s + attention_s + overhead_s
+  double comm_s = 0;       // on the links between devices (lab/simulate/parallel.h); 0 on one device
+  double seconds = 0;      // dense_s + attention_s + overhead_s + comm_s
   // Compute when compute_s >= memory_s: the roof the pass spends most time
   // under (with one FLOP rate for both groups, the plain roofline verdict).
   Bound bound = Bound::Memory;
@@ -174,6 +177,10 @@ struct SimOptions {
   std::optional<double> weight_bits;
   std::optional<Precision> compute;  // override the weight format's precision
   Efficiency eff;
+  // Devices the model is split over (tensor x pipeline parallel) and the link
+  // between them; one device by default. Every pass is one device's shard
+  // plus the link's time (lab/simulate/parallel.h).
+  Layout layout;
   bool with_cache = true;
   bool without_cache = true;
 };
@@ -199,7 +206,11 @@ struct Simulation {
   double weight_bytes = 0;           // resident weights
   double kv_bytes_per_token = 0;     // per sequence
   double kv_bytes_final = 0;         // all sequences at prompt + gen positions
-  bool fits = false;                 // weights + KV within hw.mem_bytes
+  DeviceMemory memory;               // what the busiest device holds (lab/simulate/device_memory.h)
+  bool fits = false;                 // memory.fits()
+  // When it does not fit: the smallest tensor-parallel group, or weight
+  // format, that does.
+  std::optional<FitSuggestion> suggestion;
   std::optional<int64_t> crossover;  // see nocache_crossover()
 };
 
