@@ -254,8 +254,8 @@ TEST(PerfSimulate, EfficienciesOfAProbedMachineAreItsKernelsOverItsPeaks) {
   const model::Config c = resolve_model("smollm2-135m").config;  // head_dim 64
   const Hardware h = probed();
   EXPECT_EQ(dense_precision(h, weight_format("q4_1")), Precision::INT8);  // integer weights on a CPU
-  EXPECT_EQ(dense_precision(h, weight_format("f16")), Precision::BF16);   // priced at fp32 (no bf16 peak)
-  EXPECT_EQ(dense_precision(find_hardware("h100"), weight_format("q4_1")), Precision::BF16);
+  EXPECT_EQ(dense_precision(h, weight_format("f16")), Precision::FP16);   // priced at fp32 (no 16-bit peak)
+  EXPECT_EQ(dense_precision(find_hardware("h100"), weight_format("q4_1")), Precision::FP16);  // priced at bf16's rate
   const Efficiency e = efficiency_for(h, "q4_1", "f16", c);
   EXPECT_DOUBLE_EQ(e.bandwidth, 5e9 / 2e10);  // of the best read bandwidth
   EXPECT_DOUBLE_EQ(e.compute, 5e10 / 2e11);   // of the int8 peak

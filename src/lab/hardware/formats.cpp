@@ -14,13 +14,13 @@ namespace {
 // q8_0 = 34 B / 32, q4_1 = 20 B / 32, q4_0 = 18 B / 32.
 constexpr std::array<NumberFormat, 8> kFormats{{
     {"f32", 32.0, Precision::FP32, true, false, "IEEE single"},
-    {"f16", 16.0, Precision::BF16, true, false, "IEEE half; priced at the 16-bit tensor rate"},
+    {"f16", 16.0, Precision::FP16, true, false, "IEEE half; the fp16 tensor rate (bf16's where none is printed)"},
     {"bf16", 16.0, Precision::BF16, true, false, "bfloat16"},
     {"fp8", 8.0, Precision::FP8, true, false, "e4m3 weights with per-tensor scale; fp8 tensor math"},
     {"int8", 8.0, Precision::BF16, false, true, "weight-only int8, one scale per output channel"},
-    {"q8_0", 8.5, Precision::BF16, true, true, "ggml q8_0: blocks of 32 int8 + f16 scale"},
-    {"q4_1", 5.0, Precision::BF16, false, true, "ggml q4_1: blocks of 32 nibbles + f16 scale and min"},
-    {"q4_0", 4.5, Precision::BF16, true, true, "ggml q4_0: blocks of 32 nibbles + f16 scale"},
+    {"q8_0", 8.5, Precision::FP16, true, true, "ggml q8_0: blocks of 32 int8 + f16 scale"},
+    {"q4_1", 5.0, Precision::FP16, false, true, "ggml q4_1: blocks of 32 nibbles + f16 scale and min"},
+    {"q4_0", 4.5, Precision::FP16, true, true, "ggml q4_0: blocks of 32 nibbles + f16 scale"},
 }};
 
 std::string names(bool kv_only) {
@@ -43,6 +43,8 @@ std::string_view precision_name(Precision p) {
       return "tf32";
     case Precision::BF16:
       return "bf16";
+    case Precision::FP16:
+      return "fp16";
     case Precision::FP8:
       return "fp8";
     case Precision::INT8:
@@ -73,9 +75,10 @@ const NumberFormat& nearest_weight_format(double bits) {
 }
 
 Precision parse_precision(std::string_view name) {
-  for (Precision p : {Precision::FP32, Precision::TF32, Precision::BF16, Precision::FP8, Precision::INT8})
+  for (Precision p :
+       {Precision::FP32, Precision::TF32, Precision::BF16, Precision::FP16, Precision::FP8, Precision::INT8})
     if (precision_name(p) == name) return p;
-  throw Error("unknown compute precision '" + std::string(name) + "' (expected fp32, tf32, bf16, fp8 or int8)");
+  throw Error("unknown compute precision '" + std::string(name) + "' (expected fp32, tf32, bf16, fp16, fp8 or int8)");
 }
 
 }  // namespace kvlab::perf

@@ -18,16 +18,25 @@ namespace kvlab::perf {
 enum class HwKind { Gpu, AppleSoc, Cpu };
 std::string_view hw_kind_name(HwKind k);
 
+// The memory a device streams its weights from. Each class delivers its own
+// fraction of its datasheet bandwidth, and each goes with one kind of
+// compute (HBM: datacenter tensor cores; GDDR: Ada/Ampere GeForce-class dies;
+// LPDDR unified: Apple GPUs; DDR: CPU cores), so `kvlab simulate --validate`
+// fits its efficiencies per class (docs/validation/published.md).
+enum class MemoryClass { Hbm, Gddr, UnifiedLpddr, Ddr };
+std::string_view memory_class_name(MemoryClass c);
+
 struct Hardware {
   std::string id;  // CLI spelling, e.g. "h100"
   std::vector<std::string> aliases;
   std::string name;  // "NVIDIA H100 SXM5 80GB"
   HwKind kind = HwKind::Gpu;
   // Peak dense throughput, FLOP/s (op/s for int8).
-  std::optional<double> fp32{}, tf32{}, bf16{}, fp8{}, int8{};
+  std::optional<double> fp32{}, tf32{}, bf16{}, fp16{}, fp8{}, int8{};
   double mem_bw = 0;           // bytes/s, peak
   double mem_bytes = 0;        // bytes of device (or unified) memory
   std::string memory;          // "80 GB HBM3"
+  MemoryClass memory_class = MemoryClass::Hbm;
   std::string source;          // document the figures come from
   std::string compute_note;    // how the dense figures were obtained
   bool sparse_halved = false;  // true when the datasheet's figure was 2:4-sparse and is halved here
@@ -46,7 +55,8 @@ struct Hardware {
 
   std::optional<double> peak(Precision p) const;
   // The peak for `wanted`, falling back to the next wider precision the
-  // hardware has (fp8 -> bf16 -> fp32; int8 -> bf16 -> fp32; tf32 -> fp32).
+  // hardware has (fp8 -> bf16 -> fp32; fp16 -> bf16 -> fp32; int8 -> bf16 ->
+  // fp32; tf32 -> fp32).
   // `used` receives the precision that was actually priced.
   double compute_peak(Precision wanted, Precision* used) const;
 };
