@@ -343,5 +343,22 @@ TEST(Cli, ContextLimitIsReportedNotACrash) {
   EXPECT_NE(r.err.find("stopped: the context of 16 tokens is full"), std::string::npos) << r.err;
 }
 
+// Tensor and pipeline parallelism: layouts the model cannot split evenly,
+// devices the catalog links to nothing, links it does not know.
+TEST(CliErrors, SimulateLayoutsTheModelOrHardwareCannotTake) {
+  expect_one_line_error(run_kvlab("simulate --model llama-3.1-70b --hw h100 --tp 3 --gen 1"),
+                        "--tp 3 does not divide the model's 64 query heads");
+  expect_one_line_error(run_kvlab("simulate --hw m2-ultra --tp 2 --gen 1"),
+                        "hardware 'm2-ultra' has no default link between devices in the catalog; name one with "
+                        "--link (nvlink3, nvlink4, nvlink5, pcie4, pcie5)");
+  expect_one_line_error(run_kvlab("simulate --tp 2 --link nvlink9 --gen 1"),
+                        "unknown link 'nvlink9' (expected one of: nvlink3, nvlink4, nvlink5, pcie4, pcie5)");
+  expect_one_line_error(run_kvlab("diagnose --tp 2"), "--tp, --pp and --link need --hw: the devices the metrics come from");
+  const Result r = run_kvlab("simulate --model llama-3.1-70b --hw h100 --tp 4 --gen 4 -o json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"fits\": true"), std::string::npos);
+  EXPECT_NE(r.out.find("\"tp\": 4"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvlab
