@@ -19,8 +19,7 @@ std::vector<int> tp_candidates(const model::Config& c, const Layout& asked) {
   for (int tp = 1; tp <= kMaxSuggestedTp; tp *= 2) {
     Layout l = asked;
     l.tp = tp;
-    const bool splits = c.n_head % tp == 0 && c.n_ff % tp == 0 && (c.n_head_kv % tp == 0 || tp % c.n_head_kv == 0);
-    if (splits && l.devices() <= kMaxDevices) out.push_back(tp);
+    if (layout_problem(c, l).empty() && l.devices() <= kMaxDevices) out.push_back(tp);
   }
   return out;
 }

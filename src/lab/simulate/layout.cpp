@@ -31,17 +31,19 @@ Layout make_layout(int tp, int pp, std::string_view link_id, const Hardware& hw)
   return l;
 }
 
-void check_layout(const model::Config& c, const Layout& l) {
+std::string layout_problem(const model::Config& c, const Layout& l) {
   const std::string tp = "--tp " + std::to_string(l.tp);
-  if (c.n_head % l.tp != 0)
-    throw Error(tp + " does not divide the model's " + std::to_string(c.n_head) + " query heads");
-  if (c.n_ff % l.tp != 0)
-    throw Error(tp + " does not divide the model's MLP width " + std::to_string(c.n_ff));
+  if (c.n_head % l.tp != 0) return tp + " does not divide the model's " + std::to_string(c.n_head) + " query heads";
+  if (c.n_ff % l.tp != 0) return tp + " does not divide the model's MLP width " + std::to_string(c.n_ff);
   if (c.n_head_kv % l.tp != 0 && l.tp % c.n_head_kv != 0)
-    throw Error(tp + " neither divides nor is a multiple of the model's " + std::to_string(c.n_head_kv) +
-                " KV heads");
+    return tp + " neither divides nor is a multiple of the model's " + std::to_string(c.n_head_kv) + " KV heads";
   if (l.pp > c.n_layer)
-    throw Error("--pp " + std::to_string(l.pp) + " exceeds the model's " + std::to_string(c.n_layer) + " layers");
+    return "--pp " + std::to_string(l.pp) + " exceeds the model's " + std::to_string(c.n_layer) + " layers";
+  return "";
+}
+
+void check_layout(const model::Config& c, const Layout& l) {
+  if (std::string problem = layout_problem(c, l); !problem.empty()) throw Error(problem);
 }
 
 model::Config tp_shard(const model::Config& c, int tp) {

@@ -13,6 +13,7 @@
 // speeds a stream up.
 #pragma once
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "lab/hardware/hardware.h"
@@ -36,9 +37,11 @@ struct Layout {
 // does not give `hw` and none was named.
 Layout make_layout(int tp, int pp, std::string_view link_id, const Hardware& hw);
 
-// Throws kvlab::Error unless `c` splits evenly over `l`, as engines require:
-// query heads and MLP width divisible by tp, KV heads divisible by tp or tp
-// by KV heads, no more stages than layers.
+// Why `c` does not split evenly over `l`, as engines require (query heads
+// and MLP width divisible by tp, KV heads divisible by tp or tp by KV heads,
+// no more stages than layers); empty when it does.
+std::string layout_problem(const model::Config& c, const Layout& l);
+// Throws kvlab::Error with layout_problem() when there is one.
 void check_layout(const model::Config& c, const Layout& l);
 
 // One device's share of `c` over tp devices (see the header comment), with
