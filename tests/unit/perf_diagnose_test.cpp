@@ -1,5 +1,5 @@
 // kvlab diagnose: the seed's case, a prefill-bound case, contradictions,
-// a run without KV cache, and bad input.
+// a run without KV cache, metrics from tensor-parallel devices, and bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "lab/diagnose/diagnose.h"
 #include "lab/report/report.h"
 #include "lab/simulate/model_catalog.h"
+#include "lab/simulate/parallel.h"
 #include "lab/simulate/simulate.h"
 
 namespace kvlab::perf {
@@ -170,6 +171,31 @@ TEST(PerfDiagnose, BadInputsAndRunJson) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "run.json: field 'ttft_ms' missing or not a positive number");
   }
+}
+
+TEST(PerfDiagnose, MetricsFromTensorParallelDevicesArePricedOnThatLayout) {
+  // 70B at 40 tok/s on 4 H100s: each device reads a quarter of the weights,
+  // so MBU is against four devices' bandwidth and the prediction is the
+  // layout's; alone, the weights would not fit.
+  DiagnoseOptions in = eight_b(200, 40);
+  in.model_id = "llama-3.1-70b";
+  in.model = resolve_model(in.model_id).config;
+  in.hw = find_hardware("h100");
+  in.layout = make_layout(4, 1, "", *in.hw);
+  const Diagnosis d = diagnose(in);
+  ASSERT_TRUE(d.decode.on_hw && d.decode.predicted_s);
+  EXPECT_DOUBLE_EQ(d.decode.on_hw->bw_utilization, d.decode.bytes / d.decode.seconds / (4 * 3.35e12));
+  Pass step;
+  step.past = 512;
+  const Machine m = make_machine(*in.hw, Precision::BF16, in.eff);
+  EXPECT_DOUBLE_EQ(*d.decode.predicted_s, time_layout_pass(in.model, step, m, in.layout).seconds);
+  EXPECT_EQ(d.cause.find("do not fit"), std::string::npos);
+  in.layout = {};
+  EXPECT_NE(diagnose(in).cause.find("do not fit"), std::string::npos);
+  // Without the hardware there are no devices to split over.
+  in.hw.reset();
+  in.layout = make_layout(2, 1, "nvlink4", find_hardware("h100"));
+  EXPECT_EQ(test::error_of([&] { diagnose(in); }), "--tp and --pp need --hw: the devices the metrics come from");
 }
 
 }  // namespace
