@@ -10,6 +10,7 @@
 #include "common/scratch_dir.h"
 #include "lab/cost/cost.h"
 #include "lab/hardware/hardware.h"
+#include "lab/hardware/interconnect.h"
 #include "lab/hardware/hw_profile.h"
 #include "lab/simulate/model_catalog.h"
 
@@ -19,7 +20,8 @@ namespace {
 using test::error_of;
 
 TEST(PerfHardware, CatalogHasTheRequiredDevicesWithSources) {
-  for (const char* id : {"h100", "h200", "a100", "l4", "l40s", "rtx4090", "rtx3090", "m2-ultra", "m3-max", "epyc-9654"})
+  for (const char* id : {"h100", "h200", "a100", "a100-pcie", "l4", "l40s", "rtx4090", "rtx3090", "m2-ultra", "m3-max",
+                         "m1-max", "epyc-9654", "threadripper-pro-5995wx", "ryzen-7950x"})
     EXPECT_NO_THROW(find_hardware(id)) << id;
   for (const Hardware& h : hardware_catalog()) {
     EXPECT_FALSE(h.source.empty()) << h.id;
@@ -29,6 +31,39 @@ TEST(PerfHardware, CatalogHasTheRequiredDevicesWithSources) {
     ASSERT_TRUE(h.fp32) << h.id;
     ASSERT_TRUE(h.bf16) << h.id;
   }
+}
+
+TEST(PerfHardware, DevicesLinkOverTheirOwnInterconnectAndStreamFromTheirMemoryClass) {
+  // SXM parts over NVLink, cards without it over PCIe, SoCs and CPUs over nothing.
+  EXPECT_EQ(find_hardware("h100").link, "nvlink4");
+  EXPECT_EQ(find_hardware("a100").link, "nvlink3");
+  EXPECT_EQ(find_hardware("rtx4090").link, "pcie4");
+  EXPECT_EQ(find_hardware("m2-ultra").link, "");
+  for (const Hardware& h : hardware_catalog())
+    if (!h.link.empty()) EXPECT_NO_THROW(find_link(h.link)) << h.id;
+  for (const Link& l : link_catalog()) {
+    EXPECT_FALSE(l.source.empty()) << l.id;
+    EXPECT_GT(l.bytes_per_s, 0) << l.id;
+    EXPECT_GT(l.hop_latency_s, 0) << l.id;
+  }
+  EXPECT_DOUBLE_EQ(find_link("NVLink4").bytes_per_s, 450e9);  // 900 GB/s both directions together
+  EXPECT_EQ(find_hardware("h100").memory_class, MemoryClass::Hbm);
+  EXPECT_EQ(find_hardware("rtx3090").memory_class, MemoryClass::Gddr);
+  EXPECT_EQ(find_hardware("m1-max").memory_class, MemoryClass::UnifiedLpddr);
+  EXPECT_EQ(find_hardware("epyc-9654").memory_class, MemoryClass::Ddr);
+}
+
+TEST(PerfHardware, GeForceRunsFp16AccumulateAtTwiceTheFp32AccumulateRate) {
+  Precision used{};
+  // Ada whitepaper, RTX 4090: FP16 with FP16 accumulate 330.3, with FP32 accumulate 165.2 dense TFLOP/s.
+  EXPECT_DOUBLE_EQ(find_hardware("rtx4090").compute_peak(Precision::FP16, &used), 330.3e12);
+  EXPECT_EQ(used, Precision::FP16);
+  EXPECT_DOUBLE_EQ(find_hardware("rtx4090").compute_peak(Precision::BF16, &used), 165.2e12);
+  // Elsewhere fp16 has no separate figure: the bf16 one.
+  EXPECT_DOUBLE_EQ(find_hardware("a100").compute_peak(Precision::FP16, &used), 312e12);
+  EXPECT_EQ(used, Precision::BF16);
+  EXPECT_EQ(weight_format("f16").compute, Precision::FP16);
+  EXPECT_EQ(weight_format("bf16").compute, Precision::BF16);
 }
 
 TEST(PerfHardware, DenseFiguresAreHalfTheSparseDatasheetOnes) {

@@ -143,6 +143,18 @@ std::vector<Hardware> cpus() {
        .memory_class = MemoryClass::Ddr,
        .source = "AMD EPYC 9654 product page (96 cores, 2.4 GHz base, 12 channels DDR5-4800 = 460.8 GB/s per socket)",
        .compute_note = "derived at base clock from Zen 4 execution width (AMD Zen 4 software optimization guide)"},
+      {.id = "threadripper-pro-5995wx",
+       .aliases = {"5995wx"},
+       .name = "AMD Ryzen Threadripper PRO 5995WX (Zen 3, 64 cores)",
+       .kind = HwKind::Cpu,
+       .fp32 = 64 * 32 * 2.7e9, .bf16 = 64 * 32 * 2.7e9, .int8 = 64 * 64 * 2.7e9,
+       .mem_bw = 204.8 * G, .mem_bytes = 2048 * G, .memory = "up to 2 TB DDR4-3200 (eight channels)",
+       .memory_class = MemoryClass::Ddr,
+       .source = "AMD Ryzen Threadripper PRO 5995WX product page (64 cores, 2.7 GHz base, eight channels of "
+                 "DDR4-3200 = 204.8 GB/s, up to 2 TB)",
+       .compute_note = "derived at base clock: Zen 3 has two 256-bit FMA pipes (32 FP32 FLOP/cycle) and one 256-bit "
+                       "vpmaddubsw per cycle (64 int8 op/cycle, what kvlab probe measures on Zen 3: docs/perf-model.md "
+                       "section 6); no bf16 instructions, so 16-bit math runs at the fp32 rate"},
       {.id = "ryzen-7950x",
        .aliases = {"7950x"},
        .name = "AMD Ryzen 9 7950X (Zen 4, 16 cores)",
