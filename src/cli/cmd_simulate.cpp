@@ -79,11 +79,13 @@ void list_catalogs() {
                 h.link.empty() ? "-" : h.link.c_str(), h.source.c_str(), h.compute_note.c_str());
   std::printf("| this | this machine | cpu | from `kvlab probe` (%s) | | | | | | | | |\n\n",
               perf::default_hw_profile_path().c_str());
-  std::printf("## Links between devices (--tp, --pp; --link)\n\n| id | name | per direction | per hop | source |\n"
-              "|---|---|---|---|---|\n");
+  std::printf(
+      "## Links between devices (--tp, --pp; --link)\n\n| id | name | per direction | per hop | source |\n"
+      "|---|---|---|---|---|\n");
   for (const perf::Link& l : perf::link_catalog())
-    std::printf("| %s | %s | %s | %s | %s |\n", l.id.c_str(), l.name.c_str(), perf::fmt_bandwidth(l.bytes_per_s).c_str(),
-                perf::fmt_seconds(l.hop_latency_s).c_str(), l.source.c_str());
+    std::printf("| %s | %s | %s | %s | %s |\n", l.id.c_str(), l.name.c_str(),
+                perf::fmt_bandwidth(l.bytes_per_s).c_str(), perf::fmt_seconds(l.hop_latency_s).c_str(),
+                l.source.c_str());
   std::printf("\n");
   std::printf(
       "## Models\n\n| id | params | layers | d_model | d_ff | heads (q/kv) | vocab | source |\n"

@@ -353,7 +353,8 @@ TEST(CliErrors, SimulateLayoutsTheModelOrHardwareCannotTake) {
                         "--link (nvlink3, nvlink4, nvlink5, pcie4, pcie5)");
   expect_one_line_error(run_kvlab("simulate --tp 2 --link nvlink9 --gen 1"),
                         "unknown link 'nvlink9' (expected one of: nvlink3, nvlink4, nvlink5, pcie4, pcie5)");
-  expect_one_line_error(run_kvlab("diagnose --tp 2"), "--tp, --pp and --link need --hw: the devices the metrics come from");
+  expect_one_line_error(run_kvlab("diagnose --tp 2"),
+                        "--tp, --pp and --link need --hw: the devices the metrics come from");
   const Result r = run_kvlab("simulate --model llama-3.1-70b --hw h100 --tp 4 --gen 4 -o json");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\"fits\": true"), std::string::npos);

@@ -60,11 +60,11 @@ TEST(PerfParallel, AShardHasItsShareOfHeadsColumnsAndVocabulary) {
 
 TEST(PerfParallel, LayoutsTheModelCannotSplitEvenlyAreRejected) {
   const Hardware h100 = find_hardware("h100");
-  auto msg = [&](int tp, int pp) { return test::error_of([&] { check_layout(llama70b(), make_layout(tp, pp, "", h100)); }); };
+  auto msg = [&](int tp, int pp) {
+    return test::error_of([&] { check_layout(llama70b(), make_layout(tp, pp, "", h100)); });
+  };
   EXPECT_EQ(msg(3, 1), "--tp 3 does not divide the model's 64 query heads");
-  EXPECT_EQ(test::error_of([&] {
-              check_layout(resolve_model("smollm2-135m").config, make_layout(1, 31, "", h100));
-            }),
+  EXPECT_EQ(test::error_of([&] { check_layout(resolve_model("smollm2-135m").config, make_layout(1, 31, "", h100)); }),
             "--pp 31 exceeds the model's 30 layers");
   EXPECT_EQ(test::error_of([&] { make_layout(2, 1, "", find_hardware("m2-ultra")); }),
             "hardware 'm2-ultra' has no default link between devices in the catalog; name one with --link (nvlink3, "

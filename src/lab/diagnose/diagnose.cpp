@@ -122,8 +122,8 @@ const ModelEntry* smaller_model(const model::Config& c) {
 
 MemoryShape memory_shape(const Context& x, const Machine& m) {
   const Observation& ob = x.in.obs;
-  return {x.shape.weight_bytes, x.shape.kv_bytes, activation_bytes(m.precision), ob.prompt_tokens + ob.gen_tokens,
-          1, ob.prompt_tokens};
+  return {x.shape.weight_bytes, x.shape.kv_bytes, activation_bytes(m.precision), ob.prompt_tokens + ob.gen_tokens, 1,
+          ob.prompt_tokens};
 }
 
 std::vector<HwOption> hardware_options(const Context& x, const Diagnosis& d, const NumberFormat& wf) {
@@ -257,7 +257,8 @@ std::vector<Remedy> prefill_remedies(const Context& x, const Diagnosis& d) {
                  "the roofline of " + x.in.hw->name + " predicts a TTFT of " + fmt_seconds(*d.prefill.predicted_s)});
   }
   if (const ModelEntry* s = smaller_model(c))
-    r.push_back({"a smaller model (" + std::string(s->id) + ")", gain(c, x.prefill, m, s->config, x.prefill, m, x.layout),
+    r.push_back({"a smaller model (" + std::string(s->id) + ")",
+                 gain(c, x.prefill, m, s->config, x.prefill, m, x.layout),
                  "FLOPs scale with parameters, at a quality cost"});
   return r;
 }

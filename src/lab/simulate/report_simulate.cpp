@@ -185,7 +185,8 @@ void render_summary_md(std::ostringstream& o, const Simulation& s) {
   o << "\n" << crossover_text(s);
   if (c && !s.steps.empty()) {
     const PassTime& t = s.steps.back().cached;
-    o << "With the cache, the last step reads " << (s.opt.layout.devices() > 1 ? "on each device " : "") << fmt_bytes(t.bytes) << " (weights + KV) for "
+    o << "With the cache, the last step reads " << (s.opt.layout.devices() > 1 ? "on each device " : "")
+      << fmt_bytes(t.bytes) << " (weights + KV) for "
       << fmt_flop_count(t.flops) << ": " << fmt_num(t.flops / t.bytes) << " FLOP/byte against a ridge of "
       << fmt_num(s.machine.flops / s.machine.bytes_per_s) << ", " << bound_name(t.bound) << ".\n";
   }

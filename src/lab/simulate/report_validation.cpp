@@ -58,7 +58,8 @@ Summary summarize(const std::vector<ValidationRow>& rows, double ValidationRow::
 
 std::string summary_line(const char* label, const Summary& s, double ValidationRow::*ratio) {
   std::string worst;
-  for (const ValidationRow* r : s.worst) worst += (worst.empty() ? "" : ", ") + r->m.id + " (" + fmt_num(r->*ratio, 3) + ")";
+  for (const ValidationRow* r : s.worst)
+    worst += (worst.empty() ? "" : ", ") + r->m.id + " (" + fmt_num(r->*ratio, 3) + ")";
   return std::string("- ") + label + ": geometric mean of predicted / measured " + fmt_num(s.geomean, 3) + "; " +
          std::to_string(s.within) + " of " + std::to_string(s.rows) + " within " + fmt_num(kBandLow) + "-" +
          fmt_num(kBandHigh) + "; worst: " + worst + ".\n";
@@ -91,26 +92,25 @@ std::string render_md(const Validation& v, const Efficiency& eff) {
        "| class | LOO fit: efficiency, fixed cost (rows) | predicted, LOO | ratio, LOO | bound |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ValidationRow& r : rows)
-    o << "| " << r.m.id << (r.m.secondary ? " (secondary)" : "") << (r.m.outlier.empty() ? "" : " (outlier)") << " | " << r.m.engine << " | " << r.m.hardware
-      << " | " << devices_text(r.m) << " | " << r.m.model << " | " << r.m.weights
+    o << "| " << r.m.id << (r.m.secondary ? " (secondary)" : "") << (r.m.outlier.empty() ? "" : " (outlier)") << " | "
+      << r.m.engine << " | " << r.m.hardware << " | " << devices_text(r.m) << " | " << r.m.model << " | " << r.m.weights
       << (r.m.bits_per_weight ? " at " + fmt_num(*r.m.bits_per_weight, 3) + " bits" : "") << " | "
-      << (r.m.decode() ? "decode" : "prefill") << " | " << fmt_num(r.m.measured, 4) << " | "
-      << fmt_num(r.predicted, 4) << " | " << fmt_num(r.ratio, 3) << " | " << memory_class_name(r.device_class)
-      << " | " << fmt_num(r.loo_efficiency, 2) << ", " << fmt_seconds(r.loo_fixed_s)
-      << (r.loo_rows > 0 ? " (" + std::to_string(r.loo_rows) + ")" : " (defaults)")
-      << " | " << fmt_num(r.loo_predicted, 4) << " | " << fmt_num(r.loo_ratio, 3) << " | " << bound_name(r.bound)
-      << " |\n";
+      << (r.m.decode() ? "decode" : "prefill") << " | " << fmt_num(r.m.measured, 4) << " | " << fmt_num(r.predicted, 4)
+      << " | " << fmt_num(r.ratio, 3) << " | " << memory_class_name(r.device_class) << " | "
+      << fmt_num(r.loo_efficiency, 2) << ", " << fmt_seconds(r.loo_fixed_s)
+      << (r.loo_rows > 0 ? " (" + std::to_string(r.loo_rows) + ")" : " (defaults)") << " | "
+      << fmt_num(r.loo_predicted, 4) << " | " << fmt_num(r.loo_ratio, 3) << " | " << bound_name(r.bound) << " |\n";
   if (rows.empty()) return o.str();
   const Summary d = summarize(rows, &ValidationRow::ratio);
-  o << "\n" << rows.size() << " measurements; over the " << d.rows << " not marked as outliers:\n\n"
+  o << "\n"
+    << rows.size() << " measurements; over the " << d.rows << " not marked as outliers:\n\n"
     << summary_line("defaults", d, &ValidationRow::ratio)
     << summary_line("leave-one-out", summarize(rows, &ValidationRow::loo_ratio), &ValidationRow::loo_ratio);
   for (const ValidationRow& r : rows)
     if (!r.m.outlier.empty())
       o << "- outlier " << r.m.id << " (" << fmt_num(r.ratio, 3) << " with the defaults, " << fmt_num(r.loo_ratio, 3)
         << " leave-one-out; in no fit): " << r.m.outlier << ".\n";
-  o
-    << "\nEach class fitted on all of its rows (the leave-one-out fits leave one row out):\n\n"
+  o << "\nEach class fitted on all of its rows (the leave-one-out fits leave one row out):\n\n"
     << class_table_md(v.classes);
   return o.str();
 }
@@ -173,8 +173,8 @@ std::string render_csv(const std::vector<ValidationRow>& rows) {
   o << "id,engine,hardware,tp,pp,model,weights,metric,measured_tok_s,predicted_tok_s,ratio,class,loo_efficiency,"
        "loo_predicted_tok_s,loo_ratio,bound\n";
   for (const ValidationRow& r : rows)
-    o << r.m.id << "," << r.m.engine << "," << r.m.hardware << "," << r.m.tp << "," << r.m.pp << "," << r.m.model
-      << "," << r.m.weights << "," << r.m.metric << "," << r.m.measured << "," << fmt_num(r.predicted, 4) << ","
+    o << r.m.id << "," << r.m.engine << "," << r.m.hardware << "," << r.m.tp << "," << r.m.pp << "," << r.m.model << ","
+      << r.m.weights << "," << r.m.metric << "," << r.m.measured << "," << fmt_num(r.predicted, 4) << ","
       << fmt_num(r.ratio, 3) << "," << memory_class_name(r.device_class) << "," << fmt_num(r.loo_efficiency, 3) << ","
       << fmt_num(r.loo_predicted, 4) << "," << fmt_num(r.loo_ratio, 3) << "," << bound_name(r.bound) << "\n";
   return o.str();

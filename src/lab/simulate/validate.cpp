@@ -60,7 +60,8 @@ double predicted_tok_s(const Measurement& m, const Simulation& s) {
 }
 
 // A row's time against the roofline: what the simulator prices at 100% of
-// the peaks with no fixed costs (roof_s), what the source measured
+// the peaks with no fixed costs (roof_s; a multi-device row's links
+// included, a few percent at batch 1), what the source measured
 // (measured_s: one decode step, or the TTFT), and what a fixed cost
 // multiplies (units: the layers of a decode step, 1 for a prefill's
 // per-request cost).
@@ -79,9 +80,10 @@ RowTimes row_times(const Measurement& m, Efficiency eff) {
 }
 
 // measured = roof / efficiency + units · fixed, by least squares of the
-// relative error over `pts`, with efficiency <= 1 and fixed >= 0 (a constrained optimum lies on
-// the boundary: fit the other parameter alone there). Below kMinRowsForFixed
-// points the fixed cost is not fitted and stays at `default_fixed`.
+// relative error over `pts`, with efficiency <= 1 and fixed >= 0 (where the
+// unconstrained optimum breaks one, the constrained one lies on that bound:
+// the other parameter is fitted alone there). Below kMinRowsForFixed points
+// the fixed cost is not fitted and stays at `default_fixed`.
 struct ClassFit {
   double efficiency = 1, fixed_s = 0;
 };
@@ -99,7 +101,7 @@ ClassFit fit_class(const std::vector<RowTimes>& pts, double default_fixed) {
     xy += x;
     uy += u;
   }
-  // slope alone, with the fixed cost held at b
+  // The slope (1 / efficiency) alone, with the fixed cost held at b.
   auto slope_with = [&](double b) { return std::max(1.0, (xy - b * xu) / xx); };
   if (pts.size() < kMinRowsForFixed) return {1.0 / slope_with(default_fixed), default_fixed};
   const double det = xx * uu - xu * xu;
