@@ -8,6 +8,7 @@
 #include <random>
 
 #include "server/openai_api.h"
+#include "server/output_grammar.h"
 
 namespace kvlab::server {
 
@@ -178,25 +179,7 @@ std::optional<int> chat_logprobs(const json& j) {
   return int(top.value_or(0));
 }
 
-// --- response_format and streaming ---
-
-// response_format: "text", or OpenAI's JSON mode (the reply is one JSON
-// object: sample/json_mode.h). Structured outputs against a schema are not
-// implemented. Returns whether JSON mode is on.
-bool json_mode(const json& j) {
-  const json* rf = field(j, "response_format");
-  if (!rf) return false;
-  const json* type = rf->is_object() ? field(*rf, "type") : nullptr;
-  if (!type || !type->is_string())
-    fail("'response_format' must be an object with a string 'type'", "response_format", "invalid_type");
-  const std::string t = type->get<std::string>();
-  if (t == "json_schema")
-    fail("response_format json_schema is not supported; json_object (JSON mode) is", "response_format",
-         "unsupported_parameter");
-  if (t != "text" && t != "json_object")
-    fail("response_format type must be text or json_object, got '" + t + "'", "response_format", "invalid_value");
-  return t == "json_object";
-}
+// --- streaming ---
 
 void parse_stream(const json& j, ParsedRequest& r) {
   r.stream = boolean(j, "stream").value_or(false);
@@ -366,7 +349,9 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   r.gen.echo = echo_flag(ep, j);
   if (auto lp = ep == Endpoint::Completions ? completion_logprobs(j) : chat_logprobs(j)) r.gen.logprobs = *lp;
   refuse_unsupported(j);
-  r.gen.json_object = json_mode(j);
+  // Parsed again, ordered, where a schema may need its properties' order.
+  if (j.contains("response_format") || j.contains("grammar"))
+    r.gen.grammar = output_grammar(nlohmann::ordered_json::parse(body));
   parse_stream(j, r);
   parse_sampling(j, tok, r.gen.sampling);
   r.gen.ignore_eos = boolean(j, "ignore_eos").value_or(false);
