@@ -93,7 +93,7 @@ class Parser {
   }
 
   uint32_t new_rule(const std::string& base) {
-    return index_of(base + "-" + std::to_string(set_.rules.size()));  // '-' then a number: no clash with names the text defines
+    return index_of(base + "#" + std::to_string(set_.rules.size()));  // '#' is in no name the text can define
   }
 
   void parse_rule() {

@@ -40,11 +40,11 @@ struct Unsatisfiable : Error {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const json& root, bool strict) : root_(root), strict_(strict) {}
+  SchemaCompiler(const json& root, bool strict, std::string name) : root_(root), strict_(strict), name_(std::move(name)) {}
 
   std::string run() {
     const std::string top = value(root_, "#");
-    return "root ::= " + top + "\n" + rules_ + kSpaceRule + json_rules();
+    return name_ + " ::= " + top + "\n" + rules_;
   }
 
  private:
@@ -56,7 +56,7 @@ class SchemaCompiler {
   }
 
   std::string define(const std::string& body) {
-    const std::string name = "schema-" + std::to_string(next_++);
+    const std::string name = name_ + "-" + std::to_string(next_++);
     rules_ += name + " ::= " + body + "\n";
     return name;
   }
@@ -100,7 +100,7 @@ class SchemaCompiler {
       unsupported(path + "/$ref", "$ref '" + target + "' (only \"#\", \"#/$defs/...\" and \"#/definitions/...\")");
     const json::json_pointer pointer(target.substr(1));
     if (!root_.contains(pointer)) throw Error("json_schema: $ref '" + target + "' at " + path + " points at nothing");
-    const std::string name = "schema-ref-" + std::to_string(next_++);
+    const std::string name = name_ + "-ref-" + std::to_string(next_++);
     refs_[target] = name;  // before compiling it: a recursive schema refers to itself by this name
     rules_ += name + " ::= " + value(root_.at(pointer), target) + "\n";
     return name;
@@ -273,6 +273,7 @@ class SchemaCompiler {
   const json& root_;
   bool strict_;
   std::string rules_;
+  std::string name_;  // the schema's rule; its helpers' names start with it
   std::map<std::string, std::string> refs_;
   int next_ = 0;
 };
@@ -298,6 +299,16 @@ std::string gbnf_literal(std::string_view bytes) {
   return out + "\"";
 }
 
-std::string json_schema_to_gbnf(const json& schema, bool strict) { return SchemaCompiler(schema, strict).run(); }
+void json_schema_rules(const json& schema, bool strict, const std::string& name, std::string& rules) {
+  rules += SchemaCompiler(schema, strict, name).run();
+}
+
+std::string schema_shared_rules() { return std::string(kSpaceRule) + json_rules(); }
+
+std::string json_schema_to_gbnf(const json& schema, bool strict) {
+  std::string rules;
+  json_schema_rules(schema, strict, "root", rules);
+  return rules + schema_shared_rules();
+}
 
 }  // namespace kvlab::grammar

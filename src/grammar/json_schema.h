@@ -31,6 +31,12 @@ namespace kvlab::grammar {
 // writes them in.
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, bool strict);
 
+// For grammars with several schemas (tool calls): appends to `rules` the
+// rule `name` matching the schema and its helpers (named `name-...`). The
+// rules they share, schema_shared_rules(), must be added once.
+void json_schema_rules(const nlohmann::ordered_json& schema, bool strict, const std::string& name, std::string& rules);
+std::string schema_shared_rules();
+
 // A GBNF string literal matching exactly `bytes`.
 std::string gbnf_literal(std::string_view bytes);
 

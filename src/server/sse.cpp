@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "server/tool_calls.h"
+
 namespace kvlab::server {
 
 void sse::open(http::Reply& reply) {
@@ -12,7 +14,12 @@ void sse::open(http::Reply& reply) {
 }
 
 SseStream::SseStream(ParsedRequest request, Choices choices, std::string id, int64_t created)
-    : request_(std::move(request)), choices_(std::move(choices)), id_(std::move(id)), created_(created) {}
+    : request_(std::move(request)),
+      choices_(std::move(choices)),
+      id_(std::move(id)),
+      created_(created),
+      held_(size_t(choices_.size())),
+      text_sent_(size_t(choices_.size()), false) {}
 
 void SseStream::run(http::Reply& reply) {
   sse::open(reply);
@@ -34,7 +41,32 @@ bool SseStream::send_roles(http::Reply& reply) {
   return true;
 }
 
+bool SseStream::hold_tool_call(int index, const Handle::Update& u) {
+  if (!request_.tool_calls || text_sent_[size_t(index)]) return false;
+  std::string& held = held_[size_t(index)];
+  if (held.empty() && !u.text.empty() && u.text[0] != kToolCallMarker[0]) {
+    text_sent_[size_t(index)] = true;  // plain text: it streams as it comes
+    return false;
+  }
+  held += u.text;
+  return !held.empty();
+}
+
+bool SseStream::send_held(http::Reply& reply, int index, const Handle::Update& u) {
+  if (!u.done) return true;
+  if (u.finish_reason == "error") return send_failure(reply, u.error);
+  const std::string& held = held_[size_t(index)];
+  if (auto calls = u.finish_reason == "stop" ? tool_calls_of(held) : std::nullopt) {
+    for (const nlohmann::json& chunk : tool_call_chunks(request_, id_, created_, index, *calls))
+      if (!send(reply, chunk)) return false;
+    return send_finish(reply, index, "tool_calls");
+  }
+  return send(reply, stream_chunk(request_, id_, created_, index, held, "", false)) &&
+         send_finish(reply, index, u.finish_reason);
+}
+
 bool SseStream::send_update(http::Reply& reply, int index, const Handle::Update& u) {
+  if (hold_tool_call(index, u)) return send_held(reply, index, u);
   if ((!u.text.empty() || !u.logprobs.empty()) &&
       !send(reply, stream_chunk(request_, id_, created_, index, u.text, "", false, u.logprobs)))
     return false;

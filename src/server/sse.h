@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "server/choices.h"
 #include "server/http/reply.h"
@@ -41,6 +42,10 @@ class SseStream {
   bool pump(http::Reply& reply);
   bool send_roles(http::Reply& reply);
   bool send_update(http::Reply& reply, int index, const Handle::Update& u);
+  // tools: a choice whose text starts a tool call is held back until done,
+  // then sent as delta.tool_calls (or as text, when cut short).
+  bool hold_tool_call(int index, const Handle::Update& u);
+  bool send_held(http::Reply& reply, int index, const Handle::Update& u);
   bool send_failure(http::Reply& reply, const std::string& error);
   bool send_finish(http::Reply& reply, int index, const std::string& finish_reason);
   bool send_done(http::Reply& reply);
@@ -51,6 +56,8 @@ class SseStream {
   std::string id_;
   int64_t created_;
   bool finished_ = false;  // [DONE] is sent
+  std::vector<std::string> held_;  // per choice: the tool call's text so far
+  std::vector<bool> text_sent_;    // per choice: its text has started as content
 };
 
 }  // namespace kvlab::server
