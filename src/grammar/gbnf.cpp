@@ -89,7 +89,13 @@ class Parser {
   uint32_t index_of(const std::string& name) {
     auto [it, inserted] = rule_index_.try_emplace(name, uint32_t(set_.rules.size()));
     if (inserted) set_.rules.push_back({name, {}});
+    if (set_.rules.size() > kMaxRules) fail("the grammar has more than " + std::to_string(kMaxRules) + " rules");
     return it->second;
+  }
+
+  void count_symbols(size_t n) {
+    symbols_ += n;
+    if (symbols_ > kMaxSymbols) fail("the grammar has more than " + std::to_string(kMaxSymbols) + " symbols");
   }
 
   uint32_t new_rule(const std::string& base) {
@@ -151,12 +157,14 @@ class Parser {
       ++pos_;
       seq.push_back(char_symbol({{}, true}));
     } else if (c == '(') {
+      if (++nesting_ > kMaxNesting) fail("groups nested more than " + std::to_string(kMaxNesting) + " deep");
       ++pos_;
       skip_space(true);
       const uint32_t group = new_rule(rule);
       set_.rules[group].alternatives = parse_alternatives(rule, true);
       if (peek() != ')') fail("expected ')'");
       ++pos_;
+      --nesting_;
       seq.push_back({Symbol::Kind::Rule, group});
     } else if (is_name_char(c)) {
       const size_t at = pos_;
@@ -169,6 +177,7 @@ class Parser {
   }
 
   Symbol char_symbol(CharClass cls) {
+    count_symbols(1);
     set_.classes.push_back(std::move(cls));
     return {Symbol::Kind::Char, uint32_t(set_.classes.size() - 1)};
   }
@@ -267,6 +276,7 @@ class Parser {
     }
     const Symbol x = seq.back();
     seq.pop_back();
+    count_symbols(size_t(min) + 2 * size_t(max < 0 ? 1 : max - min));
     for (int i = 0; i < min; ++i) seq.push_back(x);
     if (max < 0) {  // x*: star ::= x star | ""
       const uint32_t star = new_rule(rule);
@@ -312,6 +322,8 @@ class Parser {
   std::map<std::string, uint32_t> rule_index_;
   std::map<std::string, bool> defined_;
   std::map<std::string, size_t> first_use_;  // where each name was first referenced
+  int nesting_ = 0;
+  size_t symbols_ = 0;
 };
 
 }  // namespace

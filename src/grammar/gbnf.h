@@ -19,6 +19,12 @@ namespace kvlab::grammar {
 
 // Every repetition count is at most this: {m,n} is unrolled into n copies.
 inline constexpr int kMaxRepetition = 1000;
+// Bounds on what one grammar may cost, whatever its text: groups nested at
+// most this deep (the parser recurses into them), at most this many rules
+// (the matcher recurses along chains of them) and symbols.
+inline constexpr int kMaxNesting = 128;
+inline constexpr size_t kMaxRules = 20000;
+inline constexpr size_t kMaxSymbols = 2000000;
 
 // Parses and compiles a grammar; throws kvlab::Error "grammar line L,
 // column C: ..." for a syntax error or an unknown rule name, and

@@ -69,6 +69,17 @@ class SchemaCompiler {
 
   // The rule name of a schema (or an expression for the trivial ones).
   std::string value(const json& s, const std::string& path) {
+    if (depth_ >= kMaxNesting)
+      throw Error("json_schema: schemas nested more than " + std::to_string(kMaxNesting) + " deep at " + path);
+    ++depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
+    return compile_value(s, path);
+  }
+
+  std::string compile_value(const json& s, const std::string& path) {
     if (s.is_boolean()) {
       if (!s.get<bool>()) unsatisfiable(path, "the schema is false");
       return "json-value-0";
@@ -276,6 +287,7 @@ class SchemaCompiler {
   std::string name_;  // the schema's rule; its helpers' names start with it
   std::map<std::string, std::string> refs_;
   int next_ = 0;
+  int depth_ = 0;  // value() calls under way
 };
 
 }  // namespace

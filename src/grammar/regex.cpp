@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 
 namespace kvlab::grammar {
@@ -116,11 +117,13 @@ class RegexParser {
     const char c = p_[pos_++];
     switch (c) {
       case '(': {
+        if (++nesting_ > kMaxNesting) fail("groups nested too deeply");
         if (p_.substr(pos_, 2) == "?:") pos_ += 2;
         else if (peek() == '?') fail("look-around and named groups are not supported");
         std::string inner = alternation();
         if (peek() != ')') fail("expected ')'");
         ++pos_;
+        --nesting_;
         return "(" + inner + ")";
       }
       case '[': return bracket();
@@ -229,6 +232,7 @@ class RegexParser {
   std::string_view p_;
   size_t pos_ = 0;
   bool ended_with_dollar_ = false;
+  int nesting_ = 0;
 };
 
 }  // namespace

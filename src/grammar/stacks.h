@@ -21,7 +21,7 @@ inline constexpr uint32_t kAccepted = UINT32_MAX;
 // At most this many parses are followed at once; a grammar ambiguous
 // enough to need more keeps the first ones (the limit bounds memory and
 // time per byte, as every other per-request resource is bounded).
-inline constexpr size_t kMaxStacks = 1024;
+inline constexpr size_t kMaxStacks = 128;
 
 // A UTF-8 sequence under way: its code point bits so far and how many
 // continuation bytes are still due.

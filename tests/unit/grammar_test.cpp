@@ -146,6 +146,17 @@ TEST(Gbnf, ErrorsNameTheLineAndColumn) {
   EXPECT_EQ(error_of(""), "grammar: no rule named 'root'");
 }
 
+TEST(Gbnf, SizeAndNestingAreBounded) {
+  EXPECT_NE(error_of("root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')') + "\n").find("nested more than 128"),
+            std::string::npos);
+  std::string many = "root ::= ";
+  for (int i = 0; i < 3000; ++i) many += "[a-z]{1000} ";
+  EXPECT_NE(error_of(many + "\n").find("more than 2000000 symbols"), std::string::npos);
+  std::string rules = "root ::= r0\n";
+  for (int i = 0; i < 21000; ++i) rules += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  EXPECT_NE(error_of(rules).find("more than 20000 rules"), std::string::npos);
+}
+
 TEST(Gbnf, LeftRecursionAndEmptyLanguagesAreErrors) {
   EXPECT_NE(error_of("root ::= root \"a\" | \"b\"\n").find("'root' is left-recursive"), std::string::npos);
   EXPECT_NE(error_of("root ::= x\nx ::= y? root \"a\"\ny ::= \"b\"\n").find("left-recursive"), std::string::npos);
