@@ -18,19 +18,30 @@ const char* kSpaceRule = "schema-ws ::= (\" \" | \"\\n\" \" \"{0,16})?\n";
 const std::string kSp = " schema-ws ";
 const std::string kQuote = "\"\\\"\"";  // the GBNF literal of one '"'
 
-const std::set<std::string> kAnnotations = {"title",    "description", "default",   "examples",      "$schema",
-                                            "$id",      "$comment",    "deprecated", "readOnly",     "writeOnly",
-                                            "$defs",    "definitions", "discriminator", "contentMediaType"};
-const std::set<std::string> kSupported = {"type",     "properties", "required",  "additionalProperties", "items",
-                                          "minItems", "maxItems",   "enum",      "const",   "anyOf", "oneOf", "allOf",
-                                          "$ref",     "minLength",  "maxLength", "pattern", "format", "not"};
+// Keywords that only describe, and those compiled.
+bool is_annotation(const std::string& key) {
+  static const std::set<std::string> kAnnotations = {
+      "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
+      "readOnly", "writeOnly", "$defs", "definitions", "discriminator", "contentMediaType"};
+  return kAnnotations.count(key) > 0;
+}
+
+bool is_supported(const std::string& key) {
+  static const std::set<std::string> kSupported = {
+      "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const",
+      "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern", "format", "not"};
+  return kSupported.count(key) > 0;
+}
 
 // GBNF for the string formats kept (RFC 3339 section 5.6; RFC 4122).
-const std::map<std::string, std::string> kFormats = {
-    {"date", "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])"},
-    {"time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,9})? (\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])"},
-    {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}"},
-};
+const std::map<std::string, std::string>& formats() {
+  static const std::map<std::string, std::string> kFormats = {
+      {"date", "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])"},
+      {"time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,9})? (\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])"},
+      {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}"},
+  };
+  return kFormats;
+}
 
 // A schema no value satisfies: always an error, but an anyOf branch or an
 // optional property that is one is only dropped.
@@ -64,7 +75,7 @@ class SchemaCompiler {
   void check_keywords(const json& s, const std::string& path) const {
     if (!strict_) return;
     for (const auto& [key, v] : s.items())
-      if (!kSupported.count(key) && !kAnnotations.count(key)) unsupported(path, "keyword '" + key + "'");
+      if (!is_supported(key) && !is_annotation(key)) unsupported(path, "keyword '" + key + "'");
   }
 
   // The rule name of a schema (or an expression for the trivial ones).
@@ -209,8 +220,8 @@ class SchemaCompiler {
     }
     if (s.contains("format") && s["format"].is_string()) {
       const std::string f = s["format"].get<std::string>();
-      if (f == "date-time") return define(kQuote + " " + kFormats.at("date") + " [Tt ] " + kFormats.at("time") + " " + kQuote);
-      if (auto it = kFormats.find(f); it != kFormats.end() && !lengths) return define(kQuote + " " + it->second + " " + kQuote);
+      if (f == "date-time") return define(kQuote + " " + formats().at("date") + " [Tt ] " + formats().at("time") + " " + kQuote);
+      if (auto it = formats().find(f); it != formats().end() && !lengths) return define(kQuote + " " + it->second + " " + kQuote);
     }
     if (!lengths) return "json-string";
     return define(kQuote + " json-char" + repeat(std::max(min, 0), max) + " " + kQuote);

@@ -71,6 +71,15 @@ def test_streamed_named_call(client):
                                            max_tokens=120, parallel_tool_calls=False,
                                            tool_choice={"type": "function", "function": {"name": "get_weather"}})
     assert json.loads(whole.choices[0].message.tool_calls[0].function.arguments) == args
+    # The round trip's second half, streamed: the call and its result in the history, then the answer as text.
+    history = QUESTION + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": calls[0].id, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
+        {"role": "tool", "tool_call_id": calls[0].id, "content": "22 degrees celsius and sunny"}]
+    answer = list(client.chat.completions.create(model=MODEL_ID, messages=history, tools=TOOLS, tool_choice="none",
+                                                 temperature=0, max_tokens=60, stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in answer if c.choices)
+    assert text and not any(c.choices[0].delta.tool_calls for c in answer if c.choices)
+    assert answer[-1].choices[0].finish_reason in ("stop", "length")
 
 
 def test_auto_is_text_or_a_call(client):
