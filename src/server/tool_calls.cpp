@@ -146,10 +146,12 @@ std::optional<json> tool_calls_of(const std::string& reply) {
   const ojson calls = ojson::parse(reply.substr(marker.size()), nullptr, false);
   if (calls.is_discarded() || !calls.is_array()) return std::nullopt;
   json out = json::array();
-  for (const ojson& c : calls)
+  for (const ojson& c : calls) {
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("arguments")) return std::nullopt;
     out.push_back({{"id", new_call_id()},
                    {"type", "function"},
-                   {"function", {{"name", c.at("name").get<std::string>()}, {"arguments", c.at("arguments").dump()}}}});
+                   {"function", {{"name", c["name"].get<std::string>()}, {"arguments", c["arguments"].dump()}}}});
+  }
   return out;
 }
 
