@@ -148,24 +148,13 @@ json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created
   return c;
 }
 
-std::vector<json> tool_call_chunks(const ParsedRequest& r, const std::string& id, int64_t created, int index,
-                                   const json& tool_calls) {
-  std::vector<json> out;
-  auto chunk = [&](json call) {
-    json c = envelope(r, id, created, chunk_object(r));
-    json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-    choice["delta"] = {{"tool_calls", json::array({std::move(call)})}};
-    c["choices"] = json::array({choice});
-    if (r.include_usage) c["usage"] = nullptr;
-    out.push_back(std::move(c));
-  };
-  for (size_t k = 0; k < tool_calls.size(); ++k) {
-    const json& call = tool_calls[k];
-    chunk({{"index", k}, {"id", call["id"]}, {"type", "function"},
-           {"function", {{"name", call["function"]["name"]}, {"arguments", ""}}}});
-    chunk({{"index", k}, {"function", {{"arguments", call["function"]["arguments"]}}}});
-  }
-  return out;
+json tool_call_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index, const json& entry) {
+  json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  choice["delta"] = {{"tool_calls", json::array({entry})}};
+  json c = envelope(r, id, created, chunk_object(r));
+  c["choices"] = json::array({std::move(choice)});
+  if (r.include_usage) c["usage"] = nullptr;
+  return c;
 }
 
 json usage_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const Timings& t) {

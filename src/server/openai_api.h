@@ -98,10 +98,10 @@ nlohmann::json completion_response(const ParsedRequest& r, const std::string& id
 nlohmann::json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index,
                             const std::string& text, const std::string& finish_reason, bool role,
                             const std::vector<TokenLogprobs>& lps = {});
-// Choice `index`'s tool calls in a stream, after its text: each call's
-// index, id, type and name, then its arguments (OpenAI's delta.tool_calls).
-std::vector<nlohmann::json> tool_call_chunks(const ParsedRequest& r, const std::string& id, int64_t created, int index,
-                                             const nlohmann::json& tool_calls);
+// One delta.tool_calls entry of choice `index` (server/tool_call_stream.h)
+// as a streaming chunk.
+nlohmann::json tool_call_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index,
+                               const nlohmann::json& entry);
 nlohmann::json usage_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const Timings& t);
 
 // JSON text safe for any bytes (invalid UTF-8 replaced).

@@ -18,7 +18,7 @@ SseStream::SseStream(ParsedRequest request, Choices choices, std::string id, int
       choices_(std::move(choices)),
       id_(std::move(id)),
       created_(created),
-      held_(size_t(choices_.size())),
+      calls_(size_t(choices_.size())),
       text_sent_(size_t(choices_.size()), false) {}
 
 void SseStream::run(http::Reply& reply) {
@@ -41,32 +41,27 @@ bool SseStream::send_roles(http::Reply& reply) {
   return true;
 }
 
-bool SseStream::hold_tool_call(int index, const Handle::Update& u) {
+bool SseStream::is_tool_call(int index, const Handle::Update& u) {
   if (!request_.tool_calls || text_sent_[size_t(index)]) return false;
-  std::string& held = held_[size_t(index)];
-  if (held.empty() && !u.text.empty() && u.text[0] != kToolCallMarker[0]) {
-    text_sent_[size_t(index)] = true;  // plain text: it streams as it comes
-    return false;
+  std::optional<ToolCallStream>& call = calls_[size_t(index)];
+  if (!call && !u.text.empty()) {
+    if (u.text[0] == kToolCallMarker[0]) call.emplace();  // text may not start so: a call
+    else text_sent_[size_t(index)] = true;
   }
-  held += u.text;
-  return !held.empty();
+  return call.has_value();
 }
 
-bool SseStream::send_held(http::Reply& reply, int index, const Handle::Update& u) {
+bool SseStream::send_tool_call(http::Reply& reply, int index, const Handle::Update& u) {
+  ToolCallStream& call = *calls_[size_t(index)];
+  for (const nlohmann::json& entry : call.feed(u.text))
+    if (!send(reply, tool_call_chunk(request_, id_, created_, index, entry))) return false;
   if (!u.done) return true;
   if (u.finish_reason == "error") return send_failure(reply, u.error);
-  const std::string& held = held_[size_t(index)];
-  if (auto calls = u.finish_reason == "stop" ? tool_calls_of(held) : std::nullopt) {
-    for (const nlohmann::json& chunk : tool_call_chunks(request_, id_, created_, index, *calls))
-      if (!send(reply, chunk)) return false;
-    return send_finish(reply, index, "tool_calls");
-  }
-  return send(reply, stream_chunk(request_, id_, created_, index, held, "", false)) &&
-         send_finish(reply, index, u.finish_reason);
+  return send_finish(reply, index, u.finish_reason == "stop" && call.done() ? "tool_calls" : u.finish_reason);
 }
 
 bool SseStream::send_update(http::Reply& reply, int index, const Handle::Update& u) {
-  if (hold_tool_call(index, u)) return send_held(reply, index, u);
+  if (is_tool_call(index, u)) return send_tool_call(reply, index, u);
   if ((!u.text.empty() || !u.logprobs.empty()) &&
       !send(reply, stream_chunk(request_, id_, created_, index, u.text, "", false, u.logprobs)))
     return false;

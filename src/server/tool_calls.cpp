@@ -1,12 +1,12 @@
 #include "server/tool_calls.h"
 
-#include <random>
 #include <set>
 
 #include "common/error.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "server/openai_api.h"
+#include "server/tool_call_stream.h"
 
 namespace kvlab::server {
 namespace {
@@ -55,14 +55,6 @@ bool parse_choice(const ojson& body, ToolRequest& t) {
   for (const auto& f : t.functions)
     if (f.name == t.named) return true;
   fail("'tool_choice' names '" + t.named + "', which is not in 'tools'", "tool_choice", "invalid_value");
-}
-
-std::string new_call_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* kHex = "0123456789abcdef";
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i) id += kHex[rng() % 16];
-  return id;
 }
 
 std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf) {
@@ -134,25 +126,26 @@ std::shared_ptr<const grammar::Grammar> tools_grammar(const ToolRequest& t) {
   std::string gbnf = "tool-call ::= \"{\" schema-ws " + grammar::gbnf_literal("\"name\"") + " schema-ws \":\" schema-ws (" +
                      calls + ") schema-ws \"}\"\n";
   gbnf += "tool-calls ::= " + grammar::gbnf_literal(kToolCallMarker) + " \"[\" tool-call" +
-          (t.parallel ? " (\",\" schema-ws tool-call)*" : "") + " \"]\"\n";
+          (t.parallel ? " (\",\" schema-ws tool-call){0," + std::to_string(kMaxToolCalls - 1) + "}" : "") + " \"]\"\n";
   // Under auto, plain text may not start with '<', which starts the marker.
   gbnf += t.choice == ToolRequest::Choice::Auto ? "root ::= tool-calls | [^<] .*\n" : "root ::= tool-calls\n";
   return compile(gbnf + rules + grammar::schema_shared_rules());
 }
 
 std::optional<json> tool_calls_of(const std::string& reply) {
-  const std::string_view marker = kToolCallMarker;
-  if (reply.compare(0, marker.size(), marker) != 0) return std::nullopt;
-  const ojson calls = ojson::parse(reply.substr(marker.size()), nullptr, false);
-  if (calls.is_discarded() || !calls.is_array()) return std::nullopt;
-  json out = json::array();
-  for (const ojson& c : calls) {
-    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("arguments")) return std::nullopt;
-    out.push_back({{"id", new_call_id()},
-                   {"type", "function"},
-                   {"function", {{"name", c["name"].get<std::string>()}, {"arguments", c["arguments"].dump()}}}});
+  ToolCallStream stream;
+  const std::vector<json> deltas = stream.feed(reply);
+  if (!stream.done()) return std::nullopt;
+  json calls = json::array();
+  for (const json& d : deltas) {
+    if (d.contains("id")) {
+      calls.push_back({{"id", d["id"]}, {"type", "function"}, {"function", d["function"]}});
+    } else {
+      std::string& args = calls.back()["function"]["arguments"].get_ref<std::string&>();
+      args += d["function"]["arguments"].get<std::string>();
+    }
   }
-  return out;
+  return calls;
 }
 
 std::string render_tool_calls(const json& tool_calls, const std::string& param) {

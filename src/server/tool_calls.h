@@ -22,6 +22,9 @@
 namespace kvlab::server {
 
 inline constexpr const char* kToolCallMarker = "<tool_call>";
+// Calls in one reply at most: a small model can repeat a call without end
+// rather than close the array.
+inline constexpr int kMaxToolCalls = 8;
 
 struct ToolRequest {
   struct Function {
@@ -52,8 +55,8 @@ void add_tools_prompt(const ToolRequest& tools, std::vector<tokenizer::ChatMessa
 std::shared_ptr<const grammar::Grammar> tools_grammar(const ToolRequest& tools);
 
 // A reply that is a whole tool call: OpenAI's message.tool_calls, each with
-// a new id and its arguments as a JSON string. nullopt for a text reply or
-// one cut short.
+// a new id and its arguments' text as written (server/tool_call_stream.h).
+// nullopt for a text reply or one cut short.
 std::optional<nlohmann::json> tool_calls_of(const std::string& reply);
 
 // An assistant message's tool_calls, as the reply that made them.
