@@ -268,6 +268,7 @@ class Parser {
     const char c = peek();
     if (c != '*' && c != '+' && c != '?' && c != '{') return;
     const auto [min, max] = repetition_bounds();
+    if (seq.size() == item) return;  // an empty literal repeated is still empty
     if (seq.size() - item > 1) {
       const uint32_t group = new_rule(rule);
       set_.rules[group].alternatives.push_back(std::vector<Symbol>(seq.begin() + ptrdiff_t(item), seq.end()));

@@ -56,6 +56,8 @@ TEST(Gbnf, CountedRepetitionAndPlus) {
   EXPECT_FALSE(matches(g, "aabd"));
   EXPECT_FALSE(matches(g, "aaabcccd"));
   EXPECT_FALSE(matches(g, "aaab"));
+  const auto empty = compile("root ::= \"x\" \"\"{2,5} \"\"* \"y\"\n");  // nothing repeated is nothing
+  EXPECT_TRUE(matches(empty, "xy"));
   const auto multi = compile("root ::= \"ab\"{2}\n");  // a literal repeated as a whole
   EXPECT_TRUE(matches(multi, "abab"));
   EXPECT_FALSE(matches(multi, "abb"));
