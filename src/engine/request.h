@@ -4,9 +4,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "sample/sampler.h"
 
 namespace kvlab::engine {
@@ -23,10 +25,10 @@ struct GenRequest {
   // is NaN: nothing predicts it). max_tokens may then be 0.
   bool echo = false;
   bool scores_prompt() const { return echo && logprobs >= 0; }  // every prompt position's logits are needed
-  // JSON mode (response_format json_object): every token keeps the text the
-  // start of a JSON object (sample/json_mode.h), and the reply ends, "stop",
-  // when the object closes.
-  bool json_object = false;
+  // Constrained decoding (JSON mode, a JSON schema, GBNF): every token keeps
+  // the text a prefix of the grammar's language (sample/grammar_vocab.h),
+  // and the reply ends, "stop", when nothing more may follow. Null: none.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 // One token for the API's logprobs: its bytes, where its text starts in the

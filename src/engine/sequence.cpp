@@ -3,7 +3,7 @@
 namespace kvlab::engine {
 
 Sequence::Sequence(int slot_, GenRequest request, std::shared_ptr<Handle> handle_, Clock::time_point arrival,
-                   int reused, const tokenizer::Tokenizer& tok, const sample::JsonVocab& json_vocab)
+                   int reused, const tokenizer::Tokenizer& tok, const sample::GrammarVocab& grammar_vocab)
     : slot(slot_),
       req(std::move(request)),
       handle(std::move(handle_)),
@@ -11,7 +11,7 @@ Sequence::Sequence(int slot_, GenRequest request, std::shared_ptr<Handle> handle
       tokens(req.prompt),
       n_past(reused),
       n_cached(reused),
-      sampler(req.sampling, req.json_object ? &json_vocab : nullptr),
+      sampler(req.sampling, req.grammar, grammar_vocab),
       output(tok, req.stop, req.logprobs >= 0) {
   if (req.scores_prompt()) prompt_logprobs.resize(tokens.size());
 }

@@ -20,7 +20,7 @@ struct RequestTimes {
 
 struct Sequence {
   Sequence(int slot, GenRequest request, std::shared_ptr<Handle> handle, Clock::time_point arrival, int reused,
-           const tokenizer::Tokenizer& tok, const sample::JsonVocab& json_vocab);
+           const tokenizer::Tokenizer& tok, const sample::GrammarVocab& grammar_vocab);
 
   int slot;
   GenRequest req;

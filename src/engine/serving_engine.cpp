@@ -27,7 +27,7 @@ RunnerOptions runner_options(const SchedulerOptions& o) {
 ServingEngine::ServingEngine(const model::Model& model, const tokenizer::Tokenizer& tok, SchedulerOptions opt,
                              ServingObserver& observer)
     : tok_(tok),
-      json_vocab_(tok),
+      grammar_vocab_(tok),
       opt_(checked(opt)),
       observer_(observer),
       runner_(model, runner_options(opt_)),
@@ -130,7 +130,7 @@ std::unique_ptr<Sequence> ServingEngine::make_sequence(WaitingRequest&& w, int s
   const std::shared_ptr<Handle> h = w.handle;
   std::unique_ptr<Sequence> s;
   try {
-    s = std::make_unique<Sequence>(slot, std::move(w.req), h, w.arrival, reused, tok_, json_vocab_);
+    s = std::make_unique<Sequence>(slot, std::move(w.req), h, w.arrival, reused, tok_, grammar_vocab_);
   } catch (const std::exception& e) {  // sampling parameters the sampler refuses
     observer_.request_finished("error");
     h->finish("error", e.what());
@@ -212,8 +212,8 @@ ServingEngine::Sampled ServingEngine::sample_run(const StepPlan::Rows& r, std::s
 void ServingEngine::apply(const StepPlan::Rows& r, Sampled& sampled) {
   Sequence& s = *r.seq;
   const int slot = s.slot;
-  if (sampled.ids.empty()) {  // JSON mode at a state no token of the vocabulary continues
-    finish(s, "error", "response_format json_object: no token of this model's vocabulary continues the JSON");
+  if (sampled.ids.empty()) {  // a grammar at a state no token of the vocabulary continues
+    finish(s, "error", "the grammar: no token of this model's vocabulary continues the text");
     return;
   }
   if (s.prefilling) end_prefill(s);
@@ -260,7 +260,7 @@ void ServingEngine::on_token(Sequence& s, int32_t id, TokenLogprobs lp) {
   observer_.add_tokens(0, 1);
   s.tokens.push_back(id);
   if (s.output.append(id, std::move(lp))) return finish(s, "stop");
-  if (s.sampler.json_complete()) {  // the object has closed: nothing may follow it
+  if (s.sampler.grammar_complete()) {  // the grammar is done: nothing may follow
     s.output.flush();
     return finish(s, "stop");
   }

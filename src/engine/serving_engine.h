@@ -20,7 +20,7 @@
 #include "engine/handle.h"
 #include "engine/scheduler.h"
 #include "engine/serving_stats.h"
-#include "sample/json_mode.h"
+#include "sample/grammar_vocab.h"
 
 namespace kvlab::engine {
 
@@ -73,7 +73,7 @@ class ServingEngine {
   void publish_kv_stats();
 
   const tokenizer::Tokenizer& tok_;
-  const sample::JsonVocab json_vocab_;
+  const sample::GrammarVocab grammar_vocab_;
   SchedulerOptions opt_;
   ServingObserver& observer_;
   BatchRunner runner_;

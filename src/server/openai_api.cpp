@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <random>
 
+#include "server/tool_calls.h"
+
 namespace kvlab::server {
 
 using nlohmann::json;
@@ -111,10 +113,14 @@ json completion_response(const ParsedRequest& r, const std::string& id, int64_t 
   for (size_t i = 0; i < choices.size(); ++i) {
     const Choice& c = choices[i];
     json choice = {{"index", i}, {"logprobs", logprobs_json(r, c.logprobs)}, {"finish_reason", c.finish_reason}};
-    if (r.endpoint == Endpoint::Chat)
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else
+    if (r.endpoint != Endpoint::Chat) {
       choice["text"] = c.text;
+    } else if (auto calls = r.tool_calls && c.finish_reason == "stop" ? tool_calls_of(c.text) : std::nullopt) {
+      choice["message"] = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(*calls)}};
+      choice["finish_reason"] = "tool_calls";
+    } else {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    }
     list.push_back(std::move(choice));
   }
   json out = envelope(r, id, created, r.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion");
@@ -138,6 +144,15 @@ json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created
   }
   json c = envelope(r, id, created, chunk_object(r));
   c["choices"] = json::array({choice});
+  if (r.include_usage) c["usage"] = nullptr;
+  return c;
+}
+
+json tool_call_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index, const json& entry) {
+  json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  choice["delta"] = {{"tool_calls", json::array({entry})}};
+  json c = envelope(r, id, created, chunk_object(r));
+  c["choices"] = json::array({std::move(choice)});
   if (r.include_usage) c["usage"] = nullptr;
   return c;
 }

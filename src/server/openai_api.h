@@ -50,6 +50,9 @@ struct ParsedRequest {
   int n = 1;
   bool stream = false;
   bool include_usage = false;
+  // tools: a reply that is a tool call (server/tool_calls.h) comes back as
+  // message.tool_calls with finish_reason "tool_calls".
+  bool tool_calls = false;
   std::string model;  // as echoed in responses
 };
 
@@ -95,6 +98,10 @@ nlohmann::json completion_response(const ParsedRequest& r, const std::string& id
 nlohmann::json stream_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index,
                             const std::string& text, const std::string& finish_reason, bool role,
                             const std::vector<TokenLogprobs>& lps = {});
+// One delta.tool_calls entry of choice `index` (server/tool_call_stream.h)
+// as a streaming chunk.
+nlohmann::json tool_call_chunk(const ParsedRequest& r, const std::string& id, int64_t created, int index,
+                               const nlohmann::json& entry);
 nlohmann::json usage_chunk(const ParsedRequest& r, const std::string& id, int64_t created, const Timings& t);
 
 // JSON text safe for any bytes (invalid UTF-8 replaced).

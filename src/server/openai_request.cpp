@@ -8,6 +8,8 @@
 #include <random>
 
 #include "server/openai_api.h"
+#include "server/output_grammar.h"
+#include "server/tool_calls.h"
 
 namespace kvlab::server {
 
@@ -76,17 +78,26 @@ tokenizer::ChatMessage chat_message(const json& msg, size_t i) {
   if (!msg.contains("role") || !msg["role"].is_string()) fail(p + ".role must be a string", p + ".role", "invalid_type");
   std::string role = msg["role"].get<std::string>();
   if (role == "developer") role = "system";
-  if (role != "system" && role != "user" && role != "assistant")
+  if (role != "system" && role != "user" && role != "assistant" && role != "tool")
     fail("unsupported role '" + role + "'", p + ".role", "invalid_value");
-  return {role, message_content(msg.contains("content") ? msg["content"] : json(), i)};
+  std::string content = message_content(msg.contains("content") ? msg["content"] : json(), i);
+  // Tool turns as plain messages the template knows (server/tool_calls.h).
+  if (role == "assistant" && field(msg, "tool_calls")) content += render_tool_calls(msg["tool_calls"], p + ".tool_calls");
+  if (role == "tool") {
+    const json* id = field(msg, "tool_call_id");
+    if (!id || !id->is_string()) fail(p + ".tool_call_id must be a string", p + ".tool_call_id", "invalid_type");
+    return {"user", "Result of the tool call " + id->get<std::string>() + ": " + content};
+  }
+  return {role, content};
 }
 
-std::vector<int32_t> chat_prompt(const json& j, const tokenizer::Tokenizer& tok) {
+std::vector<int32_t> chat_prompt(const json& j, const tokenizer::Tokenizer& tok, const std::optional<ToolRequest>& tools) {
   const json* m = field(j, "messages");
   if (!m) fail("'messages' is required", "messages", "missing_required_parameter");
   if (!m->is_array() || m->empty()) fail("'messages' must be a non-empty array", "messages", "invalid_type");
   std::vector<tokenizer::ChatMessage> msgs;
   for (size_t i = 0; i < m->size(); ++i) msgs.push_back(chat_message((*m)[i], i));
+  if (tools) add_tools_prompt(*tools, msgs);
   return tok.encode(tok.apply_chat(msgs), true, true);
 }
 
@@ -138,12 +149,29 @@ int choice_count(const json& j) {
   return count;
 }
 
-void refuse_unsupported(const json& j) {
+// Tools are for chat; the legacy "functions" not at all.
+void refuse_unsupported(Endpoint ep, const json& j) {
   if (const json* sfx = field(j, "suffix"); sfx && !(sfx->is_string() && sfx->get<std::string>().empty()))
     fail("'suffix' is not supported", "suffix", "unsupported_parameter");
-  for (const char* name : {"tools", "functions"})
-    if (const json* t = field(j, name); t && !(t->is_array() && t->empty()))
-      fail(std::string("'") + name + "' (tool calling) is not supported", name, "unsupported_parameter");
+  if (const json* f = field(j, "functions"); f && !(f->is_array() && f->empty()))
+    fail("'functions' is not supported; 'tools' is", "functions", "unsupported_parameter");
+  if (const json* t = field(j, "tools"); t && ep == Endpoint::Completions && !(t->is_array() && t->empty()))
+    fail("'tools' is for /v1/chat/completions", "tools", "unsupported_parameter");
+}
+
+// The reply's grammar: response_format or `grammar` (server/output_grammar.h),
+// or the tool calls' (server/tool_calls.h), from the body parsed again,
+// ordered, where a schema may need its properties' order. Sets r.tool_calls.
+std::optional<ToolRequest> constrain(Endpoint ep, const json& j, const std::string& body, ParsedRequest& r) {
+  if (!j.contains("response_format") && !j.contains("grammar") && !j.contains("tools")) return std::nullopt;
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
+  r.gen.grammar = output_grammar(ordered);
+  std::optional<ToolRequest> tools = ep == Endpoint::Chat ? parse_tools(ordered) : std::nullopt;
+  if (!tools) return tools;
+  if (r.gen.grammar) fail("'tools' and a JSON response_format or 'grammar' exclude each other", "tools", "invalid_value");
+  r.gen.grammar = tools_grammar(*tools);
+  r.tool_calls = true;
+  return tools;
 }
 
 // --- echo and logprobs ---
@@ -178,25 +206,7 @@ std::optional<int> chat_logprobs(const json& j) {
   return int(top.value_or(0));
 }
 
-// --- response_format and streaming ---
-
-// response_format: "text", or OpenAI's JSON mode (the reply is one JSON
-// object: sample/json_mode.h). Structured outputs against a schema are not
-// implemented. Returns whether JSON mode is on.
-bool json_mode(const json& j) {
-  const json* rf = field(j, "response_format");
-  if (!rf) return false;
-  const json* type = rf->is_object() ? field(*rf, "type") : nullptr;
-  if (!type || !type->is_string())
-    fail("'response_format' must be an object with a string 'type'", "response_format", "invalid_type");
-  const std::string t = type->get<std::string>();
-  if (t == "json_schema")
-    fail("response_format json_schema is not supported; json_object (JSON mode) is", "response_format",
-         "unsupported_parameter");
-  if (t != "text" && t != "json_object")
-    fail("response_format type must be text or json_object, got '" + t + "'", "response_format", "invalid_value");
-  return t == "json_object";
-}
+// --- streaming ---
 
 void parse_stream(const json& j, ParsedRequest& r) {
   r.stream = boolean(j, "stream").value_or(false);
@@ -365,14 +375,14 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   r.n = choice_count(j);
   r.gen.echo = echo_flag(ep, j);
   if (auto lp = ep == Endpoint::Completions ? completion_logprobs(j) : chat_logprobs(j)) r.gen.logprobs = *lp;
-  refuse_unsupported(j);
-  r.gen.json_object = json_mode(j);
+  refuse_unsupported(ep, j);
+  const std::optional<ToolRequest> tools = constrain(ep, j, body, r);
   parse_stream(j, r);
   parse_sampling(j, tok, r.gen.sampling);
   r.gen.ignore_eos = boolean(j, "ignore_eos").value_or(false);
   r.gen.stop = stop_sequences(j);
   const std::optional<int64_t> max = max_tokens(ep, j, r.gen.echo, limits.n_ctx);
-  r.gen.prompt = ep == Endpoint::Chat ? chat_prompt(j, tok) : completion_prompt(j, tok);
+  r.gen.prompt = ep == Endpoint::Chat ? chat_prompt(j, tok, tools) : completion_prompt(j, tok);
   const int room = room_after_prompt(ep, r.gen.prompt.size(), limits.n_ctx);
   // OpenAI's completions default is 16; chat runs to the end of the context.
   r.gen.max_tokens = int(std::min<int64_t>(max.value_or(ep == Endpoint::Chat ? room : 16), room));

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "server/tool_calls.h"
+
 namespace kvlab::server {
 
 void sse::open(http::Reply& reply) {
@@ -12,7 +14,12 @@ void sse::open(http::Reply& reply) {
 }
 
 SseStream::SseStream(ParsedRequest request, Choices choices, std::string id, int64_t created)
-    : request_(std::move(request)), choices_(std::move(choices)), id_(std::move(id)), created_(created) {}
+    : request_(std::move(request)),
+      choices_(std::move(choices)),
+      id_(std::move(id)),
+      created_(created),
+      calls_(size_t(choices_.size())),
+      text_sent_(size_t(choices_.size()), false) {}
 
 void SseStream::run(http::Reply& reply) {
   sse::open(reply);
@@ -34,7 +41,27 @@ bool SseStream::send_roles(http::Reply& reply) {
   return true;
 }
 
+bool SseStream::is_tool_call(int index, const Handle::Update& u) {
+  if (!request_.tool_calls || text_sent_[size_t(index)]) return false;
+  std::optional<ToolCallStream>& call = calls_[size_t(index)];
+  if (!call && !u.text.empty()) {
+    if (u.text[0] == kToolCallMarker[0]) call.emplace();  // text may not start so: a call
+    else text_sent_[size_t(index)] = true;
+  }
+  return call.has_value();
+}
+
+bool SseStream::send_tool_call(http::Reply& reply, int index, const Handle::Update& u) {
+  ToolCallStream& call = *calls_[size_t(index)];
+  for (const nlohmann::json& entry : call.feed(u.text))
+    if (!send(reply, tool_call_chunk(request_, id_, created_, index, entry))) return false;
+  if (!u.done) return true;
+  if (u.finish_reason == "error") return send_failure(reply, u.error);
+  return send_finish(reply, index, u.finish_reason == "stop" && call.done() ? "tool_calls" : u.finish_reason);
+}
+
 bool SseStream::send_update(http::Reply& reply, int index, const Handle::Update& u) {
+  if (is_tool_call(index, u)) return send_tool_call(reply, index, u);
   if ((!u.text.empty() || !u.logprobs.empty()) &&
       !send(reply, stream_chunk(request_, id_, created_, index, u.text, "", false, u.logprobs)))
     return false;

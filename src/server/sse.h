@@ -3,11 +3,14 @@
 // streaming completion.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/choices.h"
 #include "server/http/reply.h"
 #include "server/openai_api.h"
+#include "server/tool_call_stream.h"
 
 namespace kvlab::server {
 
@@ -41,6 +44,10 @@ class SseStream {
   bool pump(http::Reply& reply);
   bool send_roles(http::Reply& reply);
   bool send_update(http::Reply& reply, int index, const Handle::Update& u);
+  // tools: a choice whose text starts with the tool-call marker goes out as
+  // delta.tool_calls instead of content (server/tool_call_stream.h).
+  bool is_tool_call(int index, const Handle::Update& u);
+  bool send_tool_call(http::Reply& reply, int index, const Handle::Update& u);
   bool send_failure(http::Reply& reply, const std::string& error);
   bool send_finish(http::Reply& reply, int index, const std::string& finish_reason);
   bool send_done(http::Reply& reply);
@@ -51,6 +58,8 @@ class SseStream {
   std::string id_;
   int64_t created_;
   bool finished_ = false;  // [DONE] is sent
+  std::vector<std::optional<ToolCallStream>> calls_;  // per choice, once its text starts a tool call
+  std::vector<bool> text_sent_;                       // per choice: its text has started as content
 };
 
 }  // namespace kvlab::server

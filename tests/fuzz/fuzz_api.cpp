@@ -1,5 +1,6 @@
 // libFuzzer target for the text kvlab parses from outside: the server's
-// request bodies and the JSON files the simulator reads. The first byte picks
+// request bodies, the JSON files the simulator reads, and GBNF grammars with
+// a text the matcher then runs over. The first byte picks
 // the parser, the rest is its input. Each must give a result or its
 // documented error (ApiException for a request body, kvlab::Error for a bad
 // value, name or file): any other exception would reach the HTTP layer as a
@@ -12,6 +13,8 @@
 
 #include "common/error.h"
 #include "gguf/file.h"
+#include "grammar/gbnf.h"
+#include "grammar/matcher.h"
 #include "lab/hardware/hw_profile.h"
 #include "lab/simulate/model_catalog.h"
 #include "server/lab.h"
@@ -29,6 +32,17 @@ const kvlab::tokenizer::Tokenizer& vocab_tokenizer() {
   return *tok;
 }
 
+// "GRAMMAR\n%%\nTEXT": the grammar compiled, then the text fed byte by byte.
+void run_grammar(const std::string& input) {
+  const size_t split = input.find("\n%%\n");
+  auto g = std::make_shared<const kvlab::grammar::Grammar>(kvlab::grammar::parse_gbnf(input.substr(0, split)));
+  if (split == std::string::npos) return;
+  kvlab::grammar::Matcher m(g);
+  for (size_t i = split + 4; i < input.size(); ++i)
+    if (!m.accept(input.substr(i, 1))) break;
+  (void)m.can_end();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -38,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const server::ApiLimits api{"stories260K", 512};
   const server::LabLimits lab{512, 1};
   try {
-    switch (data[0] % 9) {
+    switch (data[0] % 10) {
       case 0: (void)server::parse_request(server::Endpoint::Completions, text, vocab_tokenizer(), api); break;
       case 1: (void)server::parse_request(server::Endpoint::Chat, text, vocab_tokenizer(), api); break;
       case 2: (void)server::parse_phases(text, vocab_tokenizer(), lab); break;
@@ -47,7 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 5: (void)perf::parse_hw_profile(text, "fuzz.json"); break;
       case 6: (void)perf::parse_hf_config(text, "config.json"); break;
       case 7: (void)server::tokenize_request(text, vocab_tokenizer()); break;
-      default: (void)server::detokenize_request(text, vocab_tokenizer()); break;
+      case 8: (void)server::detokenize_request(text, vocab_tokenizer()); break;
+      default: run_grammar(text); break;
     }
   } catch (const server::ApiException&) {
   } catch (const Error&) {

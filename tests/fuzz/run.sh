@@ -37,6 +37,10 @@ case "$(basename "$BIN")" in
     seed 6 '{"architectures":["LlamaForCausalLM"],"hidden_size":576,"intermediate_size":1536,"num_attention_heads":9,"num_key_value_heads":3,"num_hidden_layers":30,"vocab_size":49152,"rope_theta":100000,"tie_word_embeddings":true,"max_position_embeddings":8192}' a
     seed 7 '{"content":"Once upon a time <unk> caf\u00e9","add_special":true,"with_pieces":true}' a
     seed 8 '{"tokens":[1,403,407,261,378]}' a
+    seed 0 '{"prompt":"x","grammar":"root ::= (\\"a\\" | [0-9]{1,3})+ [^\\\\n]? .*"}' f
+    seed 1 '{"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,"schema":{"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z]+$"},"b":{"anyOf":[{"$ref":"#/$defs/B"},{"type":"null"}]}},"required":["a"],"$defs":{"B":{"enum":[1,"x"]}}}}}}' c
+    seed 1 '{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"ok"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}}],"tool_choice":"auto"}' d
+    seed 9 $'root ::= "{" ws (item ("," ws item)*)? "}"\nitem ::= [a-z\u00e9]+ | "(" root ")"\nws ::= " "{0,3}\n%%\n{ ab,\u00e9({})}' a
     MAX_LEN=65536
     ;;
   fuzz_tokenizer)

@@ -16,6 +16,9 @@
 #include "common/models.h"
 #include "engine/serving_engine.h"
 #include "engine/session.h"
+#include "grammar/json_grammar.h"
+#include "grammar/matcher.h"
+#include "sample/grammar_vocab.h"
 #include "sample/sampler.h"
 #include "server/choices.h"
 #include "server/openai_api.h"
@@ -397,23 +400,24 @@ TEST(ServerScheduler, SpeculativeDecodingKeepsEveryToken) {
 // JSON mode's mask on the default model's vocabulary: at the start only
 // tokens of whitespace and a '{' (and what may follow it) remain; inside a
 // string nearly all do; no token without bytes (end of generation, control
-// tokens) ever does.
+// tokens) does until the object is whole.
 TEST(JsonMode, MasksTheVocabularyToTheGrammar) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
-  const sample::JsonVocab vocab(*lm.tok);
+  const sample::GrammarVocab vocab(*lm.tok);
   const size_t V = size_t(lm.tok->n_vocab());
+  std::vector<uint8_t> scratch;
   auto allowed_after = [&](const std::string& text) {
-    sample::JsonPrefix p;
-    EXPECT_TRUE(p.feed(text)) << text;
+    grammar::Matcher p(grammar::json_object_grammar());
+    EXPECT_TRUE(p.accept(text)) << text;
     std::vector<float> logits(V, 0.f);
-    const int n = vocab.mask(p, logits);
+    const int n = vocab.mask(p, logits, scratch);
     std::vector<int32_t> ids;
     for (size_t i = 0; i < V; ++i)
       if (logits[i] == 0.f) ids.push_back(int32_t(i));
     EXPECT_EQ(int(ids.size()), n);
     for (int32_t id : ids) {  // each one really continues the text
-      sample::JsonPrefix q = p;
-      EXPECT_TRUE(q.feed(vocab.bytes(id))) << text << " + token " << id;
+      grammar::Matcher q = p;
+      EXPECT_TRUE(q.accept(vocab.bytes(id))) << text << " + token " << id;
     }
     return ids;
   };
@@ -431,6 +435,11 @@ TEST(JsonMode, MasksTheVocabularyToTheGrammar) {
     for (int32_t id : *ids) EXPECT_FALSE(lm.tok->is_end_of_generation(id));
   const auto after_key = allowed_after("{\"name\"");
   for (int32_t id : after_key) EXPECT_EQ(vocab.bytes(id).find_first_not_of(" \t\n\r"), vocab.bytes(id).find(':'));
+  // Once the object is whole only the end of generation may follow (the
+  // engine ends the reply there without drawing it).
+  const auto whole = allowed_after("{}");
+  EXPECT_FALSE(whole.empty());
+  for (int32_t id : whole) EXPECT_TRUE(lm.tok->is_end_of_generation(id));
 }
 
 // JSON mode in the scheduler: greedy and sampled replies are each one JSON
@@ -447,7 +456,7 @@ TEST(ServerScheduler, JsonModeRepliesAreJsonObjects) {
     engine::GenRequest r;
     r.prompt = lm.tok->encode(i == 0 ? capital : cat, true, true);
     r.max_tokens = 160;
-    r.json_object = true;
+    r.grammar = grammar::json_object_grammar();
     r.sampling.temperature = i < 2 ? 0.f : 1.0f;  // greedy, then sampled with seeds 2 and 3
     r.sampling.frequency_penalty = i == 1 ? 1.0f : 0.f;  // greedy alone repeats a list item to the end
     r.sampling.seed = uint64_t(i);
@@ -469,8 +478,8 @@ TEST(ServerScheduler, JsonModeRepliesAreJsonObjects) {
   for (const auto& u : plain) {
     SCOPED_TRACE(u.text);
     ASSERT_TRUE(u.finish_reason == "stop" || u.finish_reason == "length");
-    sample::JsonPrefix p;
-    EXPECT_TRUE(p.feed(u.text));  // always the start of an object
+    grammar::Matcher p(grammar::json_object_grammar());
+    EXPECT_TRUE(p.accept(u.text));  // always the start of an object
     if (u.finish_reason != "stop") continue;
     ++closed;
     EXPECT_TRUE(p.complete());
@@ -537,13 +546,23 @@ TEST(ServerOpenAiApi, Errors) {
 
   auto json_mode = [&](const char* format) {
     const std::string body = std::string(R"({"prompt":"hi","response_format":)") + format + "}";
-    return server::parse_request(Endpoint::Completions, body, *lm.tok, {"m", 64}).gen.json_object;
+    return server::parse_request(Endpoint::Completions, body, *lm.tok, {"m", 64}).gen.grammar != nullptr;
   };
   EXPECT_TRUE(json_mode(R"({"type":"json_object"})"));
   EXPECT_FALSE(json_mode(R"({"type":"text"})"));
   EXPECT_FALSE(json_mode("null"));
-  const char* schema = R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a"}}})";
-  EXPECT_EQ(parse_error(Endpoint::Completions, schema).code, "unsupported_parameter");
+  EXPECT_TRUE(json_mode(R"({"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"}}})"));
+  EXPECT_TRUE(server::parse_request(Endpoint::Completions, R"({"prompt":"hi","grammar":"root ::= \"a\""})", *lm.tok,
+                                    {"m", 64}).gen.grammar);
+  const char* unsatisfiable = R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"enum":[]}}}})";
+  EXPECT_EQ(parse_error(Endpoint::Completions, unsatisfiable).param, "response_format.json_schema.schema");
+  const char* strict = R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a","strict":true,"schema":{"type":"integer","minimum":1}}}})";
+  EXPECT_NE(parse_error(Endpoint::Completions, strict).message.find("'minimum'"), std::string::npos);
+  const server::ApiError bad_grammar = parse_error(Endpoint::Completions, R"({"prompt":"x","grammar":"root ::= [a-"})");
+  EXPECT_EQ(bad_grammar.param, "grammar");
+  EXPECT_NE(bad_grammar.message.find("line 1, column 13"), std::string::npos);
+  EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","grammar":"root ::= \"a\"","response_format":{"type":"json_object"}})").param,
+            "grammar");
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","response_format":{"type":"xml"}})").code,
             "invalid_value");
   EXPECT_EQ(parse_error(Endpoint::Completions, R"({"prompt":"x","response_format":"json"})").param, "response_format");

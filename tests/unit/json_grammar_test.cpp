@@ -1,48 +1,52 @@
-// JSON mode's grammar (sample/json_prefix.h): hand cases, then a
-// differential check against nlohmann::json on random documents and their
-// mutations. The automaton must take exactly the texts that a strict parser
-// reads as one JSON object (within its whitespace and depth limits), and
-// refuse a byte as soon as no such text can start with the bytes so far.
+// JSON mode's grammar (grammar/json_grammar.h) run by the matcher: hand
+// cases, then a differential check against nlohmann::json on random
+// documents and their mutations. The grammar must take exactly the texts
+// that a strict parser reads as one JSON object (within its whitespace and
+// depth limits), and refuse a byte as soon as no such text can start with
+// the bytes so far.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
-#include "sample/json_prefix.h"
+#include "grammar/json_grammar.h"
+#include "grammar/matcher.h"
 
-namespace kvlab::sample {
+namespace kvlab::grammar {
 namespace {
 
 // Feeds `text`; the number of bytes taken (text.size() when all were).
-size_t taken(std::string_view text, JsonPrefix& p) {
+size_t taken(std::string_view text, Matcher& p) {
   for (size_t i = 0; i < text.size(); ++i)
-    if (!p.feed(uint8_t(text[i]))) return i;
+    if (!p.accept(text.substr(i, 1))) return i;
   return text.size();
 }
 
+Matcher json_object() { return Matcher(json_object_grammar()); }
+
 bool whole_object(std::string_view text) {
-  JsonPrefix p;
+  Matcher p = json_object();
   return taken(text, p) == text.size() && p.complete();
 }
 
-TEST(JsonPrefix, TakesObjectsByteByByteAndClosesOnce) {
+TEST(JsonGrammar, TakesObjectsByteByByteAndClosesOnce) {
   for (const char* ok : {"{}", " \n{ }", R"({"a":1})", R"({"a": [1, -2.5e+3, 0, 0.25, 1E9], "b": {"c": null}})",
                          R"({"t": true, "f": false, "s": "x\"y\\z\/\b\f\n\r\t\u00e9\ud83d\ude00"})",
                          "{\"utf8\": \"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"}", R"({"":""})", R"({"a":[[],[{}]]})"}) {
-    JsonPrefix p;
+    Matcher p = json_object();
     const std::string_view t(ok);
     for (size_t i = 0; i < t.size(); ++i) {
       EXPECT_FALSE(p.complete()) << ok << " at " << i;
-      ASSERT_TRUE(p.feed(uint8_t(t[i]))) << ok << " at byte " << i;
+      ASSERT_TRUE(p.accept(t.substr(i, 1))) << ok << " at byte " << i;
     }
     EXPECT_TRUE(p.complete()) << ok;
-    EXPECT_FALSE(p.feed(uint8_t(' '))) << "nothing follows the object";
-    EXPECT_FALSE(p.feed(uint8_t('{')));
+    EXPECT_FALSE(p.accept(" ")) << "nothing follows the object";
+    EXPECT_FALSE(p.accept("{"));
   }
 }
 
-TEST(JsonPrefix, RefusesTheFirstByteThatLeavesTheGrammar) {
+TEST(JsonGrammar, RefusesTheFirstByteThatLeavesTheGrammar) {
   struct Case {
     const char* text;
     size_t taken;  // bytes taken before the refused one
@@ -66,27 +70,27 @@ TEST(JsonPrefix, RefusesTheFirstByteThatLeavesTheGrammar) {
            {R"({"a":[}})", 6},        // brackets must match
            {R"({"a":"\x"})", 7},      // unknown escape
            {R"({"a":"\u12g4"})", 10},
-           {R"({"a":"\udc00"})", 11}, // a low surrogate alone
+           {R"({"a":"\udc00"})", 9},  // a low surrogate alone: no D800..DFFF escape starts with DC
            {R"({"a":"\ud800x"})", 12}, // a high one not followed by a low one
-           {R"({"a":"\ud800\u0041"})", 17},
+           {R"({"a":"\ud800\u0041"})", 14},  // ... whose escape must start with D
            {"{\"a\":\"\x01\"}", 6},     // raw control character
            {"{\"a\":\"\xc0\xaf\"}", 6},  // overlong
            {"{\"a\":\"\xed\xa0\x80\"}", 7},  // UTF-8-encoded surrogate
            {"{\"a\":\"\xf4\x90\x80\x80\"}", 7},  // past U+10FFFF
            {"{\"a\":\"\xe2\x82\"}", 8},  // a sequence cut short
        }) {
-    JsonPrefix p;
+    Matcher p = json_object();
     EXPECT_EQ(taken(c.text, p), c.taken) << c.text;
   }
 }
 
-TEST(JsonPrefix, LimitsWhitespaceRunsAndDepth) {
-  JsonPrefix p;
-  EXPECT_EQ(taken("{" + std::string(JsonPrefix::kMaxWhitespace, ' ') + " ", p), 1 + size_t(JsonPrefix::kMaxWhitespace));
-  JsonPrefix q;
-  const std::string deep = "{\"a\":" + std::string(JsonPrefix::kMaxDepth - 1, '[') + "[";
+TEST(JsonGrammar, LimitsWhitespaceRunsAndDepth) {
+  Matcher p = json_object();
+  EXPECT_EQ(taken("{" + std::string(kMaxWhitespace, ' ') + " ", p), 1 + size_t(kMaxWhitespace));
+  Matcher q = json_object();
+  const std::string deep = "{\"a\":" + std::string(kMaxDepth - 1, '[') + "[";
   EXPECT_EQ(taken(deep, q), deep.size() - 1);  // the 33rd container
-  EXPECT_TRUE(whole_object("{\"a\":" + std::string(JsonPrefix::kMaxDepth - 1, '[') + std::string(JsonPrefix::kMaxDepth - 1, ']') + "}"));
+  EXPECT_TRUE(whole_object("{\"a\":" + std::string(kMaxDepth - 1, '[') + std::string(kMaxDepth - 1, ']') + "}"));
 }
 
 // Random documents: objects and arrays up to depth 4, strings with escapes,
@@ -174,15 +178,15 @@ class Gen {
   std::mt19937 rng_;
 };
 
-// What a strict parser says, within the automaton's own limits (no
+// What a strict parser says, within the grammar's own limits (no
 // whitespace before or after the object beyond them, depth, runs).
 bool parser_takes(const std::string& text) {
-  if (text.empty() || text.back() != '}') return false;  // the automaton ends at the closing brace
+  if (text.empty() || text.back() != '}') return false;  // the grammar ends at the closing brace
   if (!nlohmann::json::accept(text)) return false;
   return nlohmann::json::parse(text).is_object();
 }
 
-TEST(JsonPrefix, AgreesWithAStrictParserOnRandomDocumentsAndMutations) {
+TEST(JsonGrammar, AgreesWithAStrictParserOnRandomDocumentsAndMutations) {
   Gen gen(1234);
   std::mt19937 rng(99);
   const std::string alphabet = "{}[]\":,.-+eE0123456789 \n\\utrfalsn\x01\x7f\xc3\xa9\xed\xa0\xf0\x9f";
@@ -207,4 +211,4 @@ TEST(JsonPrefix, AgreesWithAStrictParserOnRandomDocumentsAndMutations) {
 }
 
 }  // namespace
-}  // namespace kvlab::sample
+}  // namespace kvlab::grammar
