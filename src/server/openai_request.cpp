@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "common/error.h"
 #include "server/openai_api.h"
 
 namespace kvlab::server {
@@ -87,7 +88,13 @@ std::vector<int32_t> chat_prompt(const json& j, const tokenizer::Tokenizer& tok)
   if (!m->is_array() || m->empty()) fail("'messages' must be a non-empty array", "messages", "invalid_type");
   std::vector<tokenizer::ChatMessage> msgs;
   for (size_t i = 0; i < m->size(); ++i) msgs.push_back(chat_message((*m)[i], i));
-  return tok.encode(tok.apply_chat(msgs), true, true);
+  std::string prompt;
+  try {
+    prompt = tok.apply_chat(msgs);
+  } catch (const Error& e) {  // the template refused the conversation (raise_exception), or failed on it
+    fail(e.what(), "messages", "invalid_value");
+  }
+  return tok.encode(prompt, true, true);
 }
 
 [[noreturn]] void bad_prompt_type() {
