@@ -18,6 +18,7 @@ from pathlib import Path
 try:
     import jinja2
     import jinja2.ext
+    from jinja2 import nodes
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 except ImportError:
     print("jinja2 is not installed (python3-jinja2): skipped")
@@ -27,16 +28,37 @@ except ImportError:
 FIXED_NOW = datetime(2024, 7, 26, 12, 0)
 
 
+class RaisedByTemplate(jinja2.exceptions.TemplateError):
+    """raise_exception's error, told apart from jinja2's own."""
+
+
+if hasattr(jinja2.ext, "Extension"):
+
+    class GenerationBlocks(jinja2.ext.Extension):
+        """transformers' AssistantTracker without the tracking: {% generation %}
+        blocks render their body unchanged."""
+
+        tags = {"generation"}
+
+        def parse(self, parser):
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.CallBlock(self.call_method("_render", []), [], [], body).set_lineno(lineno)
+
+        def _render(self, caller):
+            return caller()
+
+
 def transformers_environment():
     """jinja2 as transformers' apply_chat_template compiles templates."""
 
     def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
+        raise RaisedByTemplate(message)
 
     def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlocks, jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: FIXED_NOW.strftime(fmt)
@@ -64,6 +86,8 @@ def render_jinja2(env, source, ctxs):
     for ctx in ctxs:
         try:
             results.append({"output": template.render(**ctx)})
+        except RaisedByTemplate as e:
+            results.append({"error": str(e), "raised": True})
         except (jinja2.TemplateError, TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
             results.append({"error": f"{type(e).__name__}: {e}"})
     return results
@@ -95,6 +119,9 @@ def main():
         marks = []
         for name, want, have in zip(names, expected, got):
             same = ("output" in want and want == have) or ("error" in want and "error" in have)
+            # raise_exception's message must come through: "line N: message".
+            if same and want.get("raised"):
+                same = have["error"].endswith(": " + want["error"])
             marks.append(" =" if same and "output" in want else " E" if same else " X")
             if not same:
                 failures.append(f"{path.name} / {name}:\n  jinja2: {json.dumps(want, ensure_ascii=False)[:600]}\n"
