@@ -34,7 +34,9 @@ Value lookup_path(const Value& item, const std::string& path) {
   while (true) {
     const size_t dot = path.find('.', from);
     const std::string part = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
-    const bool numeric = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    // An all-digit part is a list index (jinja2's make_attrgetter), unless
+    // it is too long to be one.
+    const bool numeric = !part.empty() && part.size() < 18 && part.find_first_not_of("0123456789") == std::string::npos;
     v = get_item(v, numeric ? Value(Json(std::stoll(part))) : Value(Json(part)));
     if (dot == std::string::npos) return v;
     from = dot + 1;

@@ -61,28 +61,46 @@ Value arithmetic(const std::string& op, const Json& a, const Json& b) {
   return Json(std::pow(x, y));
 }
 
+// The bytes check_value_size counts for `j`, counting down from `budget`;
+// stops below zero.
+int64_t remaining_budget(const Json& j, int64_t budget) {
+  budget -= 64;  // roughly what one element costs in memory
+  if (j.is_string()) return budget - int64_t(j.get_ref<const std::string&>().size());
+  if (!j.is_structured()) return budget;
+  for (auto it = j.begin(); it != j.end() && budget >= 0; ++it) {
+    if (j.is_object()) budget -= int64_t(it.key().size());
+    budget = remaining_budget(it.value(), budget);
+  }
+  return budget;
+}
+
 Value repeat(const Json& seq, int64_t times) {
   const size_t n = times > 0 ? size_t(times) : 0;
+  const int64_t unit = int64_t(kMaxValueBytes) - remaining_budget(seq, int64_t(kMaxValueBytes));
+  if (n > 0 && uint64_t(unit) > kMaxValueBytes / n) throw EvalError("value too large (repetition)");
   if (seq.is_string()) {
-    const std::string& s = seq.get_ref<const std::string&>();
-    if (!s.empty() && n > kMaxStringBytes / s.size()) throw EvalError("string repetition too large");
     std::string out;
-    for (size_t i = 0; i < n; ++i) out += s;
+    for (size_t i = 0; i < n; ++i) out += seq.get_ref<const std::string&>();
     return Json(out);
   }
-  if (!seq.empty() && n > kMaxStringBytes / seq.size()) throw EvalError("list repetition too large");
   Json out = Json::array();
   for (size_t i = 0; i < n; ++i)
     for (const Json& item : seq) out.push_back(item);
   return out;
 }
 
+Value concatenate(const std::string& a, const std::string& b) {
+  if (a.size() + b.size() > kMaxValueBytes) throw EvalError("value too large (string concatenation)");
+  return Json(a + b);
+}
+
 Value add(const Value& lhs, const Value& rhs) {
   const Json &a = lhs.data(), &b = rhs.data();
-  if (a.is_string() && b.is_string()) return Json(a.get<std::string>() + b.get<std::string>());
+  if (a.is_string() && b.is_string()) return concatenate(a.get_ref<const std::string&>(), b.get_ref<const std::string&>());
   if (a.is_array() && b.is_array()) {
     Json out = a;
     for (const Json& item : b) out.push_back(item);
+    check_value_size(out);
     return out;
   }
   if (is_number(a) && is_number(b)) return arithmetic("+", a, b);
@@ -145,6 +163,10 @@ bool normalize_index(int64_t& i, size_t size) {
 
 }  // namespace
 
+void check_value_size(const Json& j) {
+  if (remaining_budget(j, int64_t(kMaxValueBytes)) < 0) throw EvalError("value too large");
+}
+
 bool values_equal(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
@@ -159,7 +181,7 @@ bool values_equal(const Value& a, const Value& b) {
 }
 
 Value binary_op(const std::string& op, const Value& lhs, const Value& rhs) {
-  if (op == "~") return Json(lhs.str() + rhs.str());
+  if (op == "~") return concatenate(lhs.str(), rhs.str());
   if (op == "==") return Json(values_equal(lhs, rhs));
   if (op == "!=") return Json(!values_equal(lhs, rhs));
   if (op == "in") return Json(contains(rhs, lhs));

@@ -9,9 +9,12 @@
 
 namespace kvlab::jinja {
 
-// Strings built by * (repetition) may not grow past this, so that a
-// template cannot ask for gigabytes.
-inline constexpr size_t kMaxStringBytes = size_t(64) << 20;
+// No value a template builds may grow past this (a string's bytes, plus 64
+// bytes per list or dict element), so that a template cannot ask for
+// gigabytes, e.g. by doubling a string or a list in a loop.
+inline constexpr size_t kMaxValueBytes = size_t(16) << 20;
+// Throws EvalError when `j` is larger than kMaxValueBytes.
+void check_value_size(const Json& j);
 
 // + - * / // % ** ~ == != < <= > >= in, "not in" (not and/or, which short-circuit).
 Value binary_op(const std::string& op, const Value& lhs, const Value& rhs);

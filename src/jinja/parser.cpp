@@ -1,5 +1,8 @@
 #include "jinja/parser.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <initializer_list>
 #include <string_view>
 
@@ -11,6 +14,20 @@ namespace {
 // Deeper nesting than this is refused, so that a hostile template cannot
 // exhaust the stack of the recursive descent (or of the evaluator after it).
 constexpr int kMaxDepth = 200;
+
+int64_t integer_literal(const Token& t) {
+  errno = 0;
+  const long long v = std::strtoll(t.text.c_str(), nullptr, 10);
+  if (errno == ERANGE) fail_at(t.line, "integer literal out of range");
+  return v;
+}
+
+double float_literal(const Token& t) {
+  errno = 0;
+  const double v = std::strtod(t.text.c_str(), nullptr);
+  if (errno == ERANGE) fail_at(t.line, "float literal out of range");
+  return v;
+}
 
 template <class Node>
 ExprPtr make_expr(int line, Node node) {
@@ -336,13 +353,8 @@ class Parser {
         while (peek().kind == TokenKind::String) s += next().text;  // adjacent literals join
         return make_expr(at, Literal{s});
       }
-      case TokenKind::Integer:
-        try {
-          return make_expr(at, Literal{std::stoll(next().text)});
-        } catch (const std::out_of_range&) {
-          fail_at(at, "integer literal out of range");
-        }
-      case TokenKind::Float: return make_expr(at, Literal{std::stod(next().text)});
+      case TokenKind::Integer: return make_expr(at, Literal{integer_literal(next())});
+      case TokenKind::Float: return make_expr(at, Literal{float_literal(next())});
       default: break;
     }
     if (accept_operator("(")) {
@@ -379,7 +391,7 @@ class Parser {
       const int at = line();
       if (accept_operator(".")) {
         if (peek().kind == TokenKind::Integer) {  // a.0 is a[0]
-          node = make_expr(at, GetItem{std::move(node), make_expr(at, Literal{std::stoll(next().text)})});
+          node = make_expr(at, GetItem{std::move(node), make_expr(at, Literal{integer_literal(next())})});
         } else {
           node = make_expr(at, GetAttr{std::move(node), expect_name()});
         }

@@ -52,6 +52,7 @@ class Renderer {
     g["dict"] = Value::callable([](CallArgs& a) {
       Json d = Json::object();
       for (auto& [key, value] : a.keyword) d[key] = value.as_data("dict()");
+      check_value_size(d);
       return Value(d);
     });
     g["range"] = Value::callable([this](CallArgs& a) { return range(a); });
@@ -232,7 +233,12 @@ class Renderer {
   // ---------------------------------------------------------------- expressions
   Value eval(const Expr& e) {
     try {
-      return std::visit([&](const auto& node) { return eval_node(node); }, e.node);
+      Value v = std::visit([&](const auto& node) { return eval_node(node); }, e.node);
+      // Filters and methods that build strings (replace, join, indent, ...)
+      // stay bounded too.
+      if (v.is_data() && v.data().is_string() && v.data().get_ref<const std::string&>().size() > kMaxValueBytes)
+        throw EvalError("value too large");
+      return v;
     } catch (const EvalError& err) {
       fail_at(e.line, err.what());
     }
@@ -261,12 +267,14 @@ class Renderer {
   Value eval_node(const ListExpr& n) {
     Json list = Json::array();
     for (const ExprPtr& item : n.items) list.push_back(eval(*item).as_data("a list"));
+    check_value_size(list);
     return list;
   }
 
   Value eval_node(const DictExpr& n) {
     Json dict = Json::object();
     for (const auto& [key, value] : n.entries) dict[eval(*key).str()] = eval(*value).as_data("a dict");
+    check_value_size(dict);
     return dict;
   }
 

@@ -107,7 +107,11 @@ TEST(Jinja, BoundsStopRunawayTemplates) {
   EXPECT_EQ(error_of("{% for i in range(999) %}{% for j in range(999) %}{% endfor %}{% endfor %}", Json::object(), small),
             "line 1: the loops exceed 1000 iterations");
   EXPECT_EQ(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"), "line 1: macros nested more than 64 deep");
-  EXPECT_EQ(error_of("{{ 'x' * 100000000000 }}"), "line 1: string repetition too large");
+  EXPECT_EQ(error_of("{{ 'x' * 100000000000 }}"), "line 1: value too large (repetition)");
+  EXPECT_EQ(error_of("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+            "line 1: value too large (string concatenation)");
+  EXPECT_EQ(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}"),
+            "line 1: value too large");
 }
 
 TEST(Jinja, ReferencesReportsTheVariablesATemplateReads) {
