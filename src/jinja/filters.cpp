@@ -14,11 +14,9 @@ namespace {
 using Filter = std::function<Value(const Value&, const CallArgs&)>;
 using Test = std::function<bool(const Value&, const CallArgs&)>;
 
-bool is_null(const Value* v) { return !v || (v->is_data() && v->data().is_null()); }
-
 std::string string_arg(const CallArgs& args, size_t index, std::string_view name, const std::string& fallback) {
   const Value* v = args.find(index, name);
-  return is_null(v) ? fallback : v->str();
+  return absent_or_none(v) ? fallback : v->str();
 }
 
 const Value& required_arg(const CallArgs& args, size_t index, std::string_view name, const std::string& what) {
@@ -69,13 +67,13 @@ Value select_items(const Value& seq, const CallArgs& args, bool by_attribute, bo
 
 Value map_items(const Value& seq, const CallArgs& args) {
   Json out = Json::array();
-  const Value* attribute = args.find(size_t(-1), "attribute");
+  const Value* attribute = args.find_keyword("attribute");
   for (const Json& item : iterate(seq)) {
     Value mapped;
     if (attribute) {
       mapped = lookup_path(Value(item), attribute->str());
       if (mapped.is_undefined()) {
-        const Value* fallback = args.find(size_t(-1), "default");
+        const Value* fallback = args.find_keyword("default");
         if (fallback) mapped = *fallback;
       }
     } else {
@@ -94,7 +92,7 @@ Value join(const Value& seq, const CallArgs& args) {
   for (const Json& item : iterate(seq)) {
     if (!first) out += separator;
     first = false;
-    out += is_null(attribute) ? python_str(item) : lookup_path(Value(item), attribute->str()).str();
+    out += absent_or_none(attribute) ? python_str(item) : lookup_path(Value(item), attribute->str()).str();
   }
   return Json(out);
 }
@@ -106,7 +104,7 @@ Value title(const Value& v) {
   bool word_start = true;
   for (char& c : s) {
     const bool separator = is_python_space(c) || std::string_view("-({[<").find(c) != std::string_view::npos;
-    if (!separator) c = word_start ? to_upper(std::string(1, c))[0] : to_lower(std::string(1, c))[0];
+    if (!separator) c = word_start ? upper_ascii(c) : lower_ascii(c);
     word_start = separator;
   }
   return Json(s);
@@ -181,69 +179,89 @@ Value indent(const Value& v, const CallArgs& args) {
   return Json(out);
 }
 
+Value tojson(const Value& v, const CallArgs& a) {
+  const Value* indent_arg = a.find(0, "indent");
+  const int indent_width = absent_or_none(indent_arg) ? -1 : int(to_integer(*indent_arg, "indent"));
+  return Json(to_json_text(v.as_data("tojson"), indent_width));
+}
+
+// jinja2's default(default_value='', boolean=False): the fallback for an
+// undefined value, or with `boolean` for any false one.
+Value default_value(const Value& v, const CallArgs& a) {
+  const Value* boolean = a.find(1, "boolean");
+  const bool use_default = v.is_undefined() || (boolean && boolean->truthy() && !v.truthy());
+  const Value* fallback = a.find(0, "default_value");
+  return use_default ? (fallback ? *fallback : Value(Json(""))) : v;
+}
+
+Value replace_filter(const Value& v, const CallArgs& a) {
+  const Value* count = a.find(2, "count");
+  return Json(replace(v.str(), required_arg(a, 0, "old", "replace").str(), required_arg(a, 1, "new", "replace").str(),
+                      absent_or_none(count) ? -1 : to_integer(*count, "count")));
+}
+
+Value absolute(const Value& v, const CallArgs&) {
+  const Json& j = v.as_data("abs");
+  if (j.is_number_float()) return Json(std::abs(j.get<double>()));
+  return Json(std::llabs(to_integer(v, "abs")));
+}
+
+Value reverse(const Value& v, const CallArgs&) {
+  std::vector<Json> items = iterate(v);
+  std::reverse(items.begin(), items.end());
+  if (!v.data().is_string()) return Json(items);
+  std::string out;
+  for (const Json& c : items) out += c.get<std::string>();
+  return Json(out);
+}
+
+// A filter of the value's str() alone.
+template <std::string (*F)(std::string)>
+Value string_filter(const Value& v, const CallArgs&) {
+  return Json(F(v.str()));
+}
+
+std::string as_string(std::string s) { return s; }
+
 const std::map<std::string, Filter, std::less<>>& filters() {
   static const std::map<std::string, Filter, std::less<>> table = {
-      {"trim", [](const Value& v, const CallArgs& a) { return Value(Json(strip(v.str(), string_arg(a, 0, "chars", ""), true, true))); }},
-      {"tojson",
+      {"trim",
        [](const Value& v, const CallArgs& a) {
-         const Value* indent_arg = a.find(0, "indent");
-         return Value(Json(to_json_text(v.as_data("tojson"), is_null(indent_arg) ? -1 : int(to_integer(*indent_arg, "indent")))));
+         return Value(Json(strip(v.str(), string_arg(a, 0, "chars", ""), true, true)));
        }},
+      {"tojson", tojson},
       {"length", [](const Value& v, const CallArgs&) { return Value(Json(length(v))); }},
       {"count", [](const Value& v, const CallArgs&) { return Value(Json(length(v))); }},
-      {"upper", [](const Value& v, const CallArgs&) { return Value(Json(to_upper(v.str()))); }},
-      {"lower", [](const Value& v, const CallArgs&) { return Value(Json(to_lower(v.str()))); }},
-      {"capitalize", [](const Value& v, const CallArgs&) { return Value(Json(capitalize(v.str()))); }},
+      {"upper", string_filter<to_upper>},
+      {"lower", string_filter<to_lower>},
+      {"capitalize", string_filter<capitalize>},
+      {"string", string_filter<as_string>},
       {"title", [](const Value& v, const CallArgs&) { return title(v); }},
-      {"default",
-       [](const Value& v, const CallArgs& a) {
-         const Value* boolean = a.find(1, "boolean");
-         const bool use_default = v.is_undefined() || (boolean && boolean->truthy() && !v.truthy());
-         const Value* fallback = a.find(0, "default_value");
-         return use_default ? (fallback ? *fallback : Value(Json(""))) : v;
-       }},
+      {"default", default_value},
       {"join", join},
       {"first", [](const Value& v, const CallArgs&) { return first_or_last(v, false); }},
       {"last", [](const Value& v, const CallArgs&) { return first_or_last(v, true); }},
-      {"replace",
-       [](const Value& v, const CallArgs& a) {
-         const Value* count = a.find(2, "count");
-         return Value(Json(replace(v.str(), required_arg(a, 0, "old", "replace").str(),
-                                   required_arg(a, 1, "new", "replace").str(),
-                                   is_null(count) ? -1 : to_integer(*count, "count"))));
-       }},
+      {"replace", replace_filter},
       {"items", [](const Value& v, const CallArgs&) { return items_of(v); }},
       {"selectattr", [](const Value& v, const CallArgs& a) { return select_items(v, a, true, true); }},
       {"rejectattr", [](const Value& v, const CallArgs& a) { return select_items(v, a, true, false); }},
       {"select", [](const Value& v, const CallArgs& a) { return select_items(v, a, false, true); }},
       {"reject", [](const Value& v, const CallArgs& a) { return select_items(v, a, false, false); }},
       {"map", map_items},
-      {"string", [](const Value& v, const CallArgs&) { return Value(Json(v.str())); }},
       {"int", to_int},
       {"float", to_float},
       {"safe", [](const Value& v, const CallArgs&) { return v; }},
       {"list", [](const Value& v, const CallArgs&) { return Value(Json(iterate(v))); }},
       {"indent", indent},
-      {"abs",
-       [](const Value& v, const CallArgs&) {
-         const Json& j = v.as_data("abs");
-         if (j.is_number_float()) return Value(Json(std::abs(j.get<double>())));
-         return Value(Json(std::llabs(to_integer(v, "abs"))));
-       }},
-      {"reverse",
-       [](const Value& v, const CallArgs&) {
-         std::vector<Json> items = iterate(v);
-         std::reverse(items.begin(), items.end());
-         if (!v.data().is_string()) return Value(Json(items));
-         std::string out;
-         for (const Json& c : items) out += c.get<std::string>();
-         return Value(Json(out));
-       }},
+      {"abs", absolute},
+      {"reverse", reverse},
   };
   return table;
 }
 
-bool is_int_data(const Value& v) { return v.is_data() && (v.data().is_number_integer() || v.data().is_number_unsigned()); }
+bool is_int_data(const Value& v) {
+  return v.is_data() && (v.data().is_number_integer() || v.data().is_number_unsigned());
+}
 
 const std::map<std::string, Test, std::less<>>& tests() {
   const auto compare_with = [](const char* op) {
@@ -256,7 +274,8 @@ const std::map<std::string, Test, std::less<>>& tests() {
       {"undefined", [](const Value& v, const CallArgs&) { return v.is_undefined(); }},
       {"none", [](const Value& v, const CallArgs&) { return v.is_data() && v.data().is_null(); }},
       {"string", [](const Value& v, const CallArgs&) { return v.is_data() && v.data().is_string(); }},
-      {"number", [](const Value& v, const CallArgs&) { return v.is_data() && (v.data().is_number() || v.data().is_boolean()); }},
+      {"number",
+       [](const Value& v, const CallArgs&) { return v.is_data() && (v.data().is_number() || v.data().is_boolean()); }},
       {"integer", [](const Value& v, const CallArgs&) { return is_int_data(v); }},
       {"float", [](const Value& v, const CallArgs&) { return v.is_data() && v.data().is_number_float(); }},
       {"boolean", [](const Value& v, const CallArgs&) { return v.is_data() && v.data().is_boolean(); }},
@@ -267,13 +286,23 @@ const std::map<std::string, Test, std::less<>>& tests() {
        [](const Value& v, const CallArgs&) {
          return v.is_undefined() || (v.is_data() && (v.data().is_string() || v.data().is_structured()));
        }},
-      {"sequence", [](const Value& v, const CallArgs&) { return v.is_data() && (v.data().is_string() || v.data().is_structured()); }},
+      {"sequence", [](const Value& v,
+                      const CallArgs&) { return v.is_data() && (v.data().is_string() || v.data().is_structured()); }},
       {"callable", [](const Value& v, const CallArgs&) { return v.kind() == Value::Kind::Callable; }},
-      {"equalto", compare_with("==")}, {"eq", compare_with("==")}, {"==", compare_with("==")},
-      {"ne", compare_with("!=")},      {"!=", compare_with("!=")},  {"lt", compare_with("<")},
-      {"<", compare_with("<")},        {"le", compare_with("<=")},  {"<=", compare_with("<=")},
-      {"gt", compare_with(">")},       {">", compare_with(">")},    {"ge", compare_with(">=")},
-      {">=", compare_with(">=")},      {"in", compare_with("in")},
+      {"equalto", compare_with("==")},
+      {"eq", compare_with("==")},
+      {"==", compare_with("==")},
+      {"ne", compare_with("!=")},
+      {"!=", compare_with("!=")},
+      {"lt", compare_with("<")},
+      {"<", compare_with("<")},
+      {"le", compare_with("<=")},
+      {"<=", compare_with("<=")},
+      {"gt", compare_with(">")},
+      {">", compare_with(">")},
+      {"ge", compare_with(">=")},
+      {">=", compare_with(">=")},
+      {"in", compare_with("in")},
       {"sameas", compare_with("==")},
       {"odd", [](const Value& v, const CallArgs&) { return to_integer(v, "odd") % 2 != 0; }},
       {"even", [](const Value& v, const CallArgs&) { return to_integer(v, "even") % 2 == 0; }},

@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "jinja/error.h"
 #include "common/utf8.h"
+#include "jinja/error.h"
 
 namespace kvlab::jinja {
 namespace {
@@ -18,8 +18,10 @@ std::string normalized(std::string_view src) {
   std::string out;
   out.reserve(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
-    if (src[i] != '\r') out += src[i];
-    else if (i + 1 >= src.size() || src[i + 1] != '\n') out += '\n';
+    if (src[i] != '\r')
+      out += src[i];
+    else if (i + 1 >= src.size() || src[i + 1] != '\n')
+      out += '\n';
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
@@ -81,8 +83,10 @@ class Lexer {
       emit_text(tag, kind);
       if (tag >= src_.size()) break;
       pos_ = tag + 2;
-      if (kind == '#') skip_comment();
-      else lex_tag(kind);
+      if (kind == '#')
+        skip_comment();
+      else
+        lex_tag(kind);
     }
     tokens_.push_back({TokenKind::End, "", line_});
     return std::move(tokens_);

@@ -8,16 +8,14 @@
 namespace kvlab::jinja {
 namespace {
 
-bool is_null(const Value* v) { return !v || (v->is_data() && v->data().is_null()); }
-
 // str.split(sep, maxsplit): without a separator, runs of whitespace split
 // and leading/trailing whitespace yields no empty parts.
 Json split(const std::string& s, const CallArgs& args) {
   const Value* sep = args.find(0, "sep");
   const Value* max_arg = args.find(1, "maxsplit");
-  const int64_t max_splits = is_null(max_arg) ? -1 : to_integer(*max_arg, "maxsplit");
+  const int64_t max_splits = absent_or_none(max_arg) ? -1 : to_integer(*max_arg, "maxsplit");
   Json parts = Json::array();
-  if (is_null(sep)) {
+  if (absent_or_none(sep)) {
     size_t i = 0;
     while (true) {
       while (i < s.size() && is_python_space(s[i])) ++i;
@@ -36,8 +34,8 @@ Json split(const std::string& s, const CallArgs& args) {
   const std::string separator = sep->str();
   if (separator.empty()) throw EvalError("empty separator");
   size_t from = 0;
-  for (size_t at; (max_splits < 0 || int64_t(parts.size()) < max_splits) &&
-                  (at = s.find(separator, from)) != std::string::npos;
+  for (size_t at;
+       (max_splits < 0 || int64_t(parts.size()) < max_splits) && (at = s.find(separator, from)) != std::string::npos;
        from = at + separator.size())
     parts.push_back(s.substr(from, at - from));
   parts.push_back(s.substr(from));
@@ -48,7 +46,8 @@ Json split(const std::string& s, const CallArgs& args) {
 // of candidates.
 bool affix_matches(const std::string& s, const Value& affixes, bool prefix) {
   const auto matches = [&](const std::string& a) {
-    return a.size() <= s.size() && (prefix ? s.compare(0, a.size(), a) : s.compare(s.size() - a.size(), a.size(), a)) == 0;
+    return a.size() <= s.size() &&
+           (prefix ? s.compare(0, a.size(), a) : s.compare(s.size() - a.size(), a.size(), a)) == 0;
   };
   if (affixes.is_data() && affixes.data().is_array()) {
     for (const Json& a : affixes.data())
@@ -66,20 +65,21 @@ std::string python_title(std::string s) {
   bool after_letter = false;
   for (char& c : s) {
     const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (letter) c = after_letter ? to_lower(std::string(1, c))[0] : to_upper(std::string(1, c))[0];
+    if (letter) c = after_letter ? lower_ascii(c) : upper_ascii(c);
     after_letter = letter;
   }
   return s;
 }
 
 const Value& argument(const CallArgs& args, size_t index, const std::string& method) {
-  if (index >= args.positional.size()) throw EvalError(method + "() takes at least " + std::to_string(index + 1) + " argument(s)");
+  if (index >= args.positional.size())
+    throw EvalError(method + "() takes at least " + std::to_string(index + 1) + " argument(s)");
   return args.positional[index];
 }
 
 Value string_method(const std::string& s, const std::string& name, const CallArgs& args) {
   const Value* chars = args.find(0, "chars");
-  const std::string strip_chars = is_null(chars) ? "" : chars->str();
+  const std::string strip_chars = absent_or_none(chars) ? "" : chars->str();
   if (name == "strip") return Json(strip(s, strip_chars, true, true));
   if (name == "lstrip") return Json(strip(s, strip_chars, true, false));
   if (name == "rstrip") return Json(strip(s, strip_chars, false, true));
@@ -93,7 +93,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
   if (name == "replace") {
     const Value* count = args.find(2, "count");
     return Json(replace(s, argument(args, 0, name).str(), argument(args, 1, name).str(),
-                        is_null(count) ? -1 : to_integer(*count, "count")));
+                        absent_or_none(count) ? -1 : to_integer(*count, "count")));
   }
   if (name == "find") {
     const size_t at = s.find(argument(args, 0, name).str());
@@ -123,10 +123,14 @@ Value dict_method(const Json& d, const std::string& name, const CallArgs& args) 
   }
   Json out = Json::array();
   for (auto it = d.begin(); it != d.end(); ++it) {
-    if (name == "items") out.push_back(Json::array({it.key(), it.value()}));
-    else if (name == "keys") out.push_back(it.key());
-    else if (name == "values") out.push_back(it.value());
-    else throw EvalError("'dict' object has no attribute '" + name + "'");
+    if (name == "items")
+      out.push_back(Json::array({it.key(), it.value()}));
+    else if (name == "keys")
+      out.push_back(it.key());
+    else if (name == "values")
+      out.push_back(it.value());
+    else
+      throw EvalError("'dict' object has no attribute '" + name + "'");
   }
   if (d.empty() && name != "items" && name != "keys" && name != "values")
     throw EvalError("'dict' object has no attribute '" + name + "'");

@@ -96,7 +96,8 @@ Value concatenate(const std::string& a, const std::string& b) {
 
 Value add(const Value& lhs, const Value& rhs) {
   const Json &a = lhs.data(), &b = rhs.data();
-  if (a.is_string() && b.is_string()) return concatenate(a.get_ref<const std::string&>(), b.get_ref<const std::string&>());
+  if (a.is_string() && b.is_string())
+    return concatenate(a.get_ref<const std::string&>(), b.get_ref<const std::string&>());
   if (a.is_array() && b.is_array()) {
     Json out = a;
     for (const Json& item : b) out.push_back(item);
@@ -176,7 +177,8 @@ bool values_equal(const Value& a, const Value& b) {
     case Value::Kind::Data: break;
   }
   const Json &x = a.data(), &y = b.data();
-  if (is_number(x) && is_number(y)) return float_of(x) == float_of(y) && (!is_int(x) || !is_int(y) || int_of(x) == int_of(y));
+  if (is_number(x) && is_number(y))
+    return float_of(x) == float_of(y) && (!is_int(x) || !is_int(y) || int_of(x) == int_of(y));
   return x == y;
 }
 
@@ -243,9 +245,10 @@ Value slice(const Value& object, const Value* start, const Value* stop, const Va
   const Json& o = object.as_data("slice");
   if (!o.is_array() && !o.is_string()) throw EvalError("'" + type_name(object) + "' object is not subscriptable");
   const bool is_string = o.is_string();
-  const std::vector<size_t> at = is_string ? code_point_offsets(o.get_ref<const std::string&>()) : std::vector<size_t>{};
+  const std::vector<size_t> at =
+      is_string ? code_point_offsets(o.get_ref<const std::string&>()) : std::vector<size_t>{};
   const int64_t n = is_string ? int64_t(at.size()) - 1 : int64_t(o.size());
-  const auto part = [](const Value* v) { return v && !(v->is_data() && v->data().is_null()); };
+  const auto part = [](const Value* v) { return !absent_or_none(v); };
   const int64_t k = part(step) ? to_integer(*step, "slice step") : 1;
   if (k == 0) throw EvalError("slice step cannot be zero");
   // Python's slice.indices(): clamp the bounds into the sequence.
@@ -258,8 +261,11 @@ Value slice(const Value& object, const Value* start, const Value* stop, const Va
   const int64_t from = bound(start, k > 0 ? 0 : n - 1), to = bound(stop, k > 0 ? n : -1);
   Json out = is_string ? Json("") : Json::array();
   for (int64_t i = from; k > 0 ? i < to : i > to; i += k) {
-    if (is_string) out.get_ref<std::string&>() += o.get_ref<const std::string&>().substr(at[size_t(i)], at[size_t(i) + 1] - at[size_t(i)]);
-    else out.push_back(o[size_t(i)]);
+    if (is_string)
+      out.get_ref<std::string&>() +=
+          o.get_ref<const std::string&>().substr(at[size_t(i)], at[size_t(i) + 1] - at[size_t(i)]);
+    else
+      out.push_back(o[size_t(i)]);
   }
   return out;
 }

@@ -96,7 +96,8 @@ class Parser {
     while (true) {
       const Token& t = peek();
       if (t.kind == TokenKind::End) {
-        if (ends.size() != 0) fail_at(t.line, "missing '{% " + std::string(*ends.begin()) + " %}'... at end of template");
+        if (ends.size() != 0)
+          fail_at(t.line, "missing '{% " + std::string(*ends.begin()) + " %}'... at end of template");
         end.clear();
         return body;
       }
@@ -290,9 +291,8 @@ class Parser {
     while (true) {
       const int at = line();
       std::string op;
-      if (peek().kind == TokenKind::Operator &&
-          (peek().text == "==" || peek().text == "!=" || peek().text == "<" || peek().text == "<=" ||
-           peek().text == ">" || peek().text == ">=")) {
+      if (peek().kind == TokenKind::Operator && (peek().text == "==" || peek().text == "!=" || peek().text == "<" ||
+                                                 peek().text == "<=" || peek().text == ">" || peek().text == ">=")) {
         op = next().text;
       } else if (accept_name("in")) {
         op = "in";
@@ -452,8 +452,10 @@ class Parser {
       } else if (accept_name("is")) {
         const bool negated = accept_name("not");
         TestExpr t{std::move(node), expect_name(), {}, negated};
-        if (at_operator("(")) t.args = parse_call_args();
-        else if (starts_test_argument()) t.args.positional.push_back(parse_postfix(parse_primary()));
+        if (at_operator("("))
+          t.args = parse_call_args();
+        else if (starts_test_argument())
+          t.args.positional.push_back(parse_postfix(parse_primary()));
         node = make_expr(at, std::move(t));
       } else {
         return node;

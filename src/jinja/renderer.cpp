@@ -45,7 +45,8 @@ class Renderer {
     g["namespace"] = Value::callable([](CallArgs& a) {
       Namespace attrs;
       for (const Value& dict : a.positional)
-        for (auto it = dict.as_data("namespace()").begin(); it != dict.data().end(); ++it) attrs[it.key()] = Value(it.value());
+        for (auto it = dict.as_data("namespace()").begin(); it != dict.data().end(); ++it)
+          attrs[it.key()] = Value(it.value());
       for (auto& [key, value] : a.keyword) attrs[key] = value;
       return Value::make_namespace(std::move(attrs));
     });
@@ -165,7 +166,7 @@ class Renderer {
   // jinja2's loop variable.
   static Json loop_object(const std::vector<Json>& items, size_t i) {
     const size_t n = items.size();
-    Json loop = {{"index", i + 1}, {"index0", i},        {"revindex", n - i}, {"revindex0", n - i - 1},
+    Json loop = {{"index", i + 1},  {"index0", i},        {"revindex", n - i}, {"revindex0", n - i - 1},
                  {"first", i == 0}, {"last", i + 1 == n}, {"length", n},       {"depth", 1},
                  {"depth0", 0}};
     if (i > 0) loop["previtem"] = items[i - 1];
@@ -212,14 +213,16 @@ class Renderer {
   // A macro sees the globals, the template's variables and its parameters,
   // not the variables of the loops it is called from.
   Value call_macro(const MacroStmt& m, const CallArgs& a) {
-    if (call_depth_ >= kMaxCallDepth) throw EvalError("macros nested more than " + std::to_string(kMaxCallDepth) + " deep");
+    if (call_depth_ >= kMaxCallDepth)
+      throw EvalError("macros nested more than " + std::to_string(kMaxCallDepth) + " deep");
     Namespace frame;
     for (size_t i = 0; i < m.params.size(); ++i) {
       const auto& [name, fallback] = m.params[i];
       const Value* given = a.find(i, name);
       frame[name] = given ? *given : fallback ? eval(*fallback) : Value::undefined(name);
     }
-    std::vector<Namespace> callers(std::make_move_iterator(scopes_.begin() + 2), std::make_move_iterator(scopes_.end()));
+    std::vector<Namespace> callers(std::make_move_iterator(scopes_.begin() + 2),
+                                   std::make_move_iterator(scopes_.end()));
     scopes_.resize(2);
     scopes_.push_back(std::move(frame));
     ++call_depth_;
@@ -300,7 +303,9 @@ class Renderer {
   }
 
   Value eval_node(const FilterExpr& n) { return apply_filter(n.name, eval(*n.value), eval_args(n.args)); }
-  Value eval_node(const TestExpr& n) { return Json(apply_test(n.name, eval(*n.value), eval_args(n.args)) != n.negated); }
+  Value eval_node(const TestExpr& n) {
+    return Json(apply_test(n.name, eval(*n.value), eval_args(n.args)) != n.negated);
+  }
 
   Value eval_node(const Unary& n) {
     const Value operand = eval(*n.operand);

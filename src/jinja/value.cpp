@@ -7,11 +7,18 @@
 
 namespace kvlab::jinja {
 
-const Value* CallArgs::find(size_t index, std::string_view name) const {
+const Value* CallArgs::find_keyword(std::string_view name) const {
   for (const auto& [key, value] : keyword)
     if (key == name) return &value;
+  return nullptr;
+}
+
+const Value* CallArgs::find(size_t index, std::string_view name) const {
+  if (const Value* v = find_keyword(name)) return v;
   return index < positional.size() ? &positional[index] : nullptr;
 }
+
+bool absent_or_none(const Value* v) { return !v || (v->is_data() && v->data().is_null()); }
 
 bool python_truthy(const Json& j) {
   switch (j.type()) {
@@ -95,9 +102,12 @@ void append_json_string(std::string& out, const std::string& s) {
 void append_json(std::string& out, const Json& j, int indent, int depth) {
   const bool is_array = j.is_array();
   if (!is_array && !j.is_object()) {
-    if (j.is_string()) append_json_string(out, j.get_ref<const std::string&>());
-    else if (j.is_number_float()) out += float_repr(j.get<double>());
-    else out += j.dump();
+    if (j.is_string())
+      append_json_string(out, j.get_ref<const std::string&>());
+    else if (j.is_number_float())
+      out += float_repr(j.get<double>());
+    else
+      out += j.dump();
     return;
   }
   if (j.empty()) {

@@ -25,6 +25,8 @@ struct CallArgs {
 
   // The argument at `index` or named `name`, or null when absent.
   const Value* find(size_t index, std::string_view name) const;
+  // The argument named `name` (keyword only), or null when absent.
+  const Value* find_keyword(std::string_view name) const;
 };
 
 using Function = std::function<Value(CallArgs&)>;
@@ -77,6 +79,9 @@ class Value {
   std::shared_ptr<Namespace> namespace_;
   std::shared_ptr<Function> function_;
 };
+
+// An optional argument left out or given as None.
+bool absent_or_none(const Value* v);
 
 // Python's repr() of JSON data: 'a', True, None, [1, 'b'], {'k': 2}.
 std::string python_repr(const Json& j);

@@ -30,7 +30,7 @@ kvlab::jinja::RenderOptions fixed_clock() {
   t.tm_mon = 6;
   t.tm_mday = 26;
   t.tm_hour = 12;
-  t.tm_wday = 5;    // a Friday
+  t.tm_wday = 5;  // a Friday
   t.tm_yday = 207;
   options.now = t;
   return options;

@@ -38,7 +38,7 @@ TEST(Jinja, WhitespaceControlAsTransformersSetsIt) {
 TEST(Jinja, LoopsAndTheirVariables) {
   const Json ctx = {{"xs", {"a", "b", "c"}}};
   EXPECT_EQ(render("{% for x in xs %}{{ loop.index }}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}", ctx),
-                   "1a,2b,3c");
+            "1a,2b,3c");
   EXPECT_EQ(render("{% for x in xs if x != 'b' %}{{ loop.index0 }}/{{ loop.length }}{% endfor %}", ctx), "0/21/2");
   EXPECT_EQ(render("{% for x in xs %}{{ loop.previtem }}{% if loop.first %}^{% endif %}{% endfor %}", ctx), "^ab");
   EXPECT_EQ(render("{% for x in [] %}{% else %}empty{% endfor %}"), "empty");
@@ -57,9 +57,12 @@ TEST(Jinja, SetNamespaceAndMacros) {
 }
 
 TEST(Jinja, ExpressionsFollowPython) {
-  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % -3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1 ~ 'a' }}"), "3 -4 -2 3.5 1024 1a");
-  EXPECT_EQ(render("{{ 'abc'[::-1] }} {{ [1, 2, 3][-2:] }} {{ 'héllo'[1] }} {{ 'a' if 0 else 'b' }}"), "cba [2, 3] é b");
-  EXPECT_EQ(render("{{ none }} {{ true }} {{ [1, 'x', none] }} {{ {'k': 'it\\'s'} }}"), "None True [1, 'x', None] {'k': \"it's\"}");
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % -3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1 ~ 'a' }}"),
+            "3 -4 -2 3.5 1024 1a");
+  EXPECT_EQ(render("{{ 'abc'[::-1] }} {{ [1, 2, 3][-2:] }} {{ 'héllo'[1] }} {{ 'a' if 0 else 'b' }}"),
+            "cba [2, 3] é b");
+  EXPECT_EQ(render("{{ none }} {{ true }} {{ [1, 'x', none] }} {{ {'k': 'it\\'s'} }}"),
+            "None True [1, 'x', None] {'k': \"it's\"}");
   EXPECT_EQ(render("{{ 'b' in 'abc' }} {{ 2 not in [1] }} {{ x is defined }} {{ 'A' is lower }} {{ 0 or 'y' }}"),
             "True True False False y");
   EXPECT_EQ(render("{{ m.get('a') }}{{ m.missing is none }}{{ m.b.c }}", {{"m", {{"a", 1}, {"b", {{"c", 2}}}}}}),
@@ -71,13 +74,16 @@ TEST(Jinja, FiltersAndMethods) {
             "a b|x|['a', 'b']|True");
   EXPECT_EQ(render("{{ d|tojson }}|{{ d|tojson(indent=2) }}", {{"d", Json::parse(R"({"z": [1, "é"], "a": {}})")}}),
             "{\"z\": [1, \"é\"], \"a\": {}}|{\n  \"z\": [\n    1,\n    \"é\"\n  ],\n  \"a\": {}\n}");
-  EXPECT_EQ(render("{{ ms|selectattr('role', 'equalto', 'user')|map(attribute='c')|join('+') }}",
-                   {{"ms", Json::parse(R"([{"role": "user", "c": "a"}, {"role": "x", "c": "b"}, {"role": "user", "c": "d"}])")}}),
-            "a+d");
+  EXPECT_EQ(
+      render("{{ ms|selectattr('role', 'equalto', 'user')|map(attribute='c')|join('+') }}",
+             {{"ms",
+               Json::parse(R"([{"role": "user", "c": "a"}, {"role": "x", "c": "b"}, {"role": "user", "c": "d"}])")}}),
+      "a+d");
   EXPECT_EQ(render("{{ x|default('dflt') }} {{ 'hello world'|title }} {{ 'ABC'|lower|capitalize }} {{ [3, 4]|last }}"),
             "dflt Hello World Abc 4");
   EXPECT_EQ(render("{{ 'aXbX'|replace('X', '-') }} {{ '12'|int + 1 }} {{ 'é😀'|length }} {{ strftime_now('%d %b %Y') }}",
-                   Json::object(), [] {
+                   Json::object(),
+                   [] {
                      RenderOptions o;
                      o.now = std::tm{};
                      o.now->tm_mday = 26, o.now->tm_mon = 6, o.now->tm_year = 124;
@@ -95,7 +101,8 @@ TEST(Jinja, ErrorsNameTheLine) {
   EXPECT_EQ(error_of("{% for m in none %}{% endfor %}"), "line 1: 'NoneType' object is not iterable");
   EXPECT_EQ(error_of("{% call x() %}{% endcall %}"), "line 1: unknown or unsupported tag 'call'");
   EXPECT_EQ(error_of("{{ 'unterminated }}"), "line 1: unterminated string");
-  EXPECT_EQ(error_of("{{ " + std::string(1000, '(') + std::string(1000, ')') + " }}"), "line 1: template nested too deeply");
+  EXPECT_EQ(error_of("{{ " + std::string(1000, '(') + std::string(1000, ')') + " }}"),
+            "line 1: template nested too deeply");
 }
 
 TEST(Jinja, BoundsStopRunawayTemplates) {
@@ -104,14 +111,16 @@ TEST(Jinja, BoundsStopRunawayTemplates) {
   small.max_loop_iterations = 1000;
   EXPECT_EQ(error_of("{% for i in range(10) %}{{ 'x' * 20 }}{% endfor %}", Json::object(), small),
             "line 1: the output exceeds 100 bytes");
-  EXPECT_EQ(error_of("{% for i in range(999) %}{% for j in range(999) %}{% endfor %}{% endfor %}", Json::object(), small),
-            "line 1: the loops exceed 1000 iterations");
+  EXPECT_EQ(
+      error_of("{% for i in range(999) %}{% for j in range(999) %}{% endfor %}{% endfor %}", Json::object(), small),
+      "line 1: the loops exceed 1000 iterations");
   EXPECT_EQ(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"), "line 1: macros nested more than 64 deep");
   EXPECT_EQ(error_of("{{ 'x' * 100000000000 }}"), "line 1: value too large (repetition)");
   EXPECT_EQ(error_of("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
             "line 1: value too large (string concatenation)");
-  EXPECT_EQ(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}"),
-            "line 1: value too large");
+  EXPECT_EQ(
+      error_of("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}"),
+      "line 1: value too large");
 }
 
 TEST(Jinja, ReferencesReportsTheVariablesATemplateReads) {
