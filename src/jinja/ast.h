@@ -34,12 +34,16 @@ struct Call { ExprPtr callee; Args args; };                        // f(...)
 struct FilterExpr { ExprPtr value; std::string name; Args args; };  // a | f(...)
 struct TestExpr { ExprPtr value; std::string name; Args args; bool negated; };  // a is [not] t(...)
 struct Unary { std::string op; ExprPtr operand; };                 // -a, +a, not a
-struct Binary { std::string op; ExprPtr lhs, rhs; };               // arithmetic, comparison, and, or, in, not in, ~
+struct Binary { std::string op; ExprPtr lhs, rhs; };               // arithmetic, and, or, ~
+struct Compare {                                                   // a < b <= c, a in b, a not in b
+  ExprPtr first;
+  std::vector<std::pair<std::string, ExprPtr>> rest;
+};
 struct Conditional { ExprPtr condition, then, otherwise; };        // a if c else b (otherwise may be null)
 
 struct Expr {
   std::variant<Literal, Name, ListExpr, DictExpr, GetAttr, GetItem, SliceExpr, Call, FilterExpr, TestExpr, Unary,
-               Binary, Conditional>
+               Binary, Compare, Conditional>
       node;
   int line;
 };

@@ -1,5 +1,6 @@
 #include "jinja/filters.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -203,7 +204,9 @@ Value replace_filter(const Value& v, const CallArgs& a) {
 Value absolute(const Value& v, const CallArgs&) {
   const Json& j = v.as_data("abs");
   if (j.is_number_float()) return Json(std::abs(j.get<double>()));
-  return Json(std::llabs(to_integer(v, "abs")));
+  const int64_t i = to_integer(v, "abs");
+  if (i == INT64_MIN) throw EvalError("integer overflow");
+  return Json(i < 0 ? -i : i);
 }
 
 Value reverse(const Value& v, const CallArgs&) {

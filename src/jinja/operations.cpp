@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "jinja/error.h"
 
@@ -38,18 +39,33 @@ double float_of(const Json& j) { return j.is_number_float() ? j.get<double>() : 
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
-Value arithmetic(const std::string& op, const Json& a, const Json& b) {
-  if (is_int(a) && is_int(b) && op != "/") {
-    const int64_t x = int_of(a), y = int_of(b);
-    if ((op == "//" || op == "%") && y == 0) throw EvalError("integer division or modulo by zero");
-    if (op == "+") return Json(x + y);
-    if (op == "-") return Json(x - y);
-    if (op == "*") return Json(x * y);
-    if (op == "//") return Json(floor_div(x, y));
-    if (op == "%") return Json(floor_mod(x, y));
-    if (y >= 0) return Json(int64_t(std::llround(std::pow(double(x), double(y)))));
-    return Json(std::pow(double(x), double(y)));
+// Integers are exact, as Python's; where Python's would grow past 64 bits,
+// the template fails instead.
+void fail_on_overflow(bool overflowed) {
+  if (overflowed) throw EvalError("integer overflow");
+}
+
+Value int_arithmetic(const std::string& op, int64_t x, int64_t y) {
+  int64_t r = 0;
+  if (op == "+") return fail_on_overflow(__builtin_add_overflow(x, y, &r)), Json(r);
+  if (op == "-") return fail_on_overflow(__builtin_sub_overflow(x, y, &r)), Json(r);
+  if (op == "*") return fail_on_overflow(__builtin_mul_overflow(x, y, &r)), Json(r);
+  if (op == "**") {
+    if (y < 0) return Json(std::pow(double(x), double(y)));  // Python gives a float
+    r = 1;
+    for (int64_t base = x, e = y; e > 0; e >>= 1) {
+      if (e & 1) fail_on_overflow(__builtin_mul_overflow(r, base, &r));
+      if (e > 1) fail_on_overflow(__builtin_mul_overflow(base, base, &base));
+    }
+    return Json(r);
   }
+  if (y == 0) throw EvalError("integer division or modulo by zero");
+  fail_on_overflow(x == INT64_MIN && y == -1);
+  return Json(op == "//" ? floor_div(x, y) : floor_mod(x, y));
+}
+
+Value arithmetic(const std::string& op, const Json& a, const Json& b) {
+  if (is_int(a) && is_int(b) && op != "/") return int_arithmetic(op, int_of(a), int_of(b));
   const double x = float_of(a), y = float_of(b);
   if ((op == "/" || op == "//" || op == "%") && y == 0) throw EvalError("float division by zero");
   if (op == "+") return Json(x + y);
@@ -201,7 +217,10 @@ Value binary_op(const std::string& op, const Value& lhs, const Value& rhs) {
 
 Value negate(const Value& v) {
   if (!v.is_data() || !is_number(v.data())) throw EvalError("bad operand type for unary -: '" + type_name(v) + "'");
-  if (is_int(v.data())) return Json(-int_of(v.data()));
+  if (is_int(v.data())) {
+    fail_on_overflow(int_of(v.data()) == INT64_MIN);
+    return Json(-int_of(v.data()));
+  }
   return Json(-v.data().get<double>());
 }
 

@@ -286,10 +286,12 @@ class Parser {
     return make_expr(at, Unary{"not", parse_not()});
   }
 
+  // Comparisons chain as in Python: a < b < c is a < b and b < c.
   ExprPtr parse_compare() {
-    ExprPtr lhs = parse_binary_level(0);
+    const int at = line();
+    ExprPtr first = parse_binary_level(0);
+    Compare chain{std::move(first), {}};
     while (true) {
-      const int at = line();
       std::string op;
       if (peek().kind == TokenKind::Operator && (peek().text == "==" || peek().text == "!=" || peek().text == "<" ||
                                                  peek().text == "<=" || peek().text == ">" || peek().text == ">=")) {
@@ -300,10 +302,12 @@ class Parser {
         next(), next();
         op = "not in";
       } else {
-        return lhs;
+        break;
       }
-      lhs = make_expr(at, Binary{op, std::move(lhs), parse_binary_level(0)});
+      chain.rest.emplace_back(std::move(op), parse_binary_level(0));
     }
+    if (chain.rest.empty()) return std::move(chain.first);
+    return make_expr(at, std::move(chain));
   }
 
   // The left-associative operator levels between comparison and unary.

@@ -83,9 +83,10 @@ class Renderer {
     const int64_t step = a.positional.size() == 3 ? to_integer(a.positional[2], "range()") : 1;
     if (step == 0) throw EvalError("range() arg 3 must not be zero");
     Json out = Json::array();
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
       if (out.size() >= options_.max_loop_iterations) throw EvalError("range() too large");
       out.push_back(i);
+      if (__builtin_add_overflow(i, step, &i)) break;  // past the end of int64, so past stop
     }
     return out;
   }
@@ -320,6 +321,16 @@ class Renderer {
     if (n.op == "and") return lhs.truthy() ? eval(*n.rhs) : lhs;
     if (n.op == "or") return lhs.truthy() ? lhs : eval(*n.rhs);
     return binary_op(n.op, lhs, eval(*n.rhs));
+  }
+
+  Value eval_node(const Compare& n) {
+    Value lhs = eval(*n.first);
+    for (const auto& [op, operand] : n.rest) {
+      Value rhs = eval(*operand);
+      if (!binary_op(op, lhs, rhs).truthy()) return Json(false);
+      lhs = std::move(rhs);
+    }
+    return Json(true);
   }
 
   Value eval_node(const Conditional& n) {

@@ -1,6 +1,8 @@
 #include "jinja/value.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/utf8.h"
 #include "jinja/error.h"
@@ -42,9 +44,37 @@ bool Value::truthy() const {
 
 namespace {
 
-// Python's repr() of a float: the shortest text that reads back the same,
-// with ".0" on whole numbers (nlohmann::json prints doubles that way too).
-std::string float_repr(double d) { return Json(d).dump(); }
+// Python's repr() of a float (which json.dumps prints too): the fewest
+// significant digits that read back as the same double, written positionally
+// for decimal exponents -4 to 15 ("100.0", "0.0001") and as d.ddde+XX
+// otherwise ("1e+16", "1e-05").
+std::string float_repr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*e", precision - 1, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  const std::string text = buf;  // [-]d.ddde[+-]xx
+  const size_t e = text.find('e');
+  const int exponent = std::atoi(text.c_str() + e + 1);
+  std::string digits;
+  for (size_t i = 0; i < e; ++i)
+    if (text[i] >= '0' && text[i] <= '9') digits += text[i];
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  std::string out = std::signbit(d) ? "-" : "";
+  if (exponent < -4 || exponent >= 16) {
+    out += digits[0];
+    if (digits.size() > 1) out.append(".").append(digits, 1);
+    std::snprintf(buf, sizeof buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return out.append(buf);
+  }
+  if (exponent < 0) return out.append("0.").append(size_t(-exponent - 1), '0').append(digits);
+  const size_t whole = size_t(exponent) + 1;
+  if (digits.size() <= whole) return out.append(digits).append(whole - digits.size(), '0').append(".0");
+  return out.append(digits, 0, whole).append(".").append(digits, whole);
+}
 
 // repr() of a str: single quotes unless the text holds a single quote and
 // no double quote; backslash escapes for the quote, backslash and control

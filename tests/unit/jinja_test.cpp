@@ -63,6 +63,10 @@ TEST(Jinja, ExpressionsFollowPython) {
             "cba [2, 3] é b");
   EXPECT_EQ(render("{{ none }} {{ true }} {{ [1, 'x', none] }} {{ {'k': 'it\\'s'} }}"),
             "None True [1, 'x', None] {'k': \"it's\"}");
+  EXPECT_EQ(render("{{ 1 < 2 < 3 }} {{ 3 > 2 > 1 }} {{ 1 < 3 < 2 }} {{ 2 ** 62 }}"),
+            "True True False 4611686018427387904");
+  EXPECT_EQ(render("{{ 1e15 }} {{ 1e16 }} {{ 1e-5 }} {{ 0.0001 }} {{ 0.1 + 0.2 }} {{ [2.5, -0.0] | tojson }}"),
+            "1000000000000000.0 1e+16 1e-05 0.0001 0.30000000000000004 [2.5, -0.0]");
   EXPECT_EQ(render("{{ 'b' in 'abc' }} {{ 2 not in [1] }} {{ x is defined }} {{ 'A' is lower }} {{ 0 or 'y' }}"),
             "True True False False y");
   EXPECT_EQ(render("{{ m.get('a') }}{{ m.missing is none }}{{ m.b.c }}", {{"m", {{"a", 1}, {"b", {{"c", 2}}}}}}),
@@ -101,6 +105,7 @@ TEST(Jinja, ErrorsNameTheLine) {
   EXPECT_EQ(error_of("{% for m in none %}{% endfor %}"), "line 1: 'NoneType' object is not iterable");
   EXPECT_EQ(error_of("{% call x() %}{% endcall %}"), "line 1: unknown or unsupported tag 'call'");
   EXPECT_EQ(error_of("{{ 'unterminated }}"), "line 1: unterminated string");
+  EXPECT_EQ(error_of("{{ 9223372036854775807 + 1 }}"), "line 1: integer overflow");  // Python's ints would grow
   EXPECT_EQ(error_of("{{ " + std::string(1000, '(') + std::string(1000, ')') + " }}"),
             "line 1: template nested too deeply");
 }
