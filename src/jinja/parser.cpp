@@ -97,7 +97,7 @@ class Parser {
       const Token& t = peek();
       if (t.kind == TokenKind::End) {
         if (ends.size() != 0)
-          fail_at(t.line, "missing '{% " + std::string(*ends.begin()) + " %}'... at end of template");
+          fail_at(t.line, "missing '{% " + std::string(*(ends.end() - 1)) + " %}' at the end of the template");
         end.clear();
         return body;
       }

@@ -44,9 +44,11 @@ class Renderer {
     g["strftime_now"] = Value::callable([this](CallArgs& a) { return Value(Json(strftime_now(a))); });
     g["namespace"] = Value::callable([](CallArgs& a) {
       Namespace attrs;
-      for (const Value& dict : a.positional)
-        for (auto it = dict.as_data("namespace()").begin(); it != dict.data().end(); ++it)
-          attrs[it.key()] = Value(it.value());
+      for (const Value& arg : a.positional) {
+        const Json& dict = arg.as_data("namespace()");
+        if (!dict.is_object()) throw EvalError("namespace() takes a dict or keyword arguments");
+        for (auto it = dict.begin(); it != dict.end(); ++it) attrs[it.key()] = Value(it.value());
+      }
       for (auto& [key, value] : a.keyword) attrs[key] = value;
       return Value::make_namespace(std::move(attrs));
     });
