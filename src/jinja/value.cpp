@@ -34,10 +34,15 @@ bool python_truthy(const Json& j) {
   }
 }
 
+const Json& Value::data() const {
+  static const Json null;
+  return data_ ? *data_ : null;
+}
+
 bool Value::truthy() const {
   switch (kind_) {
     case Kind::Undefined: return false;
-    case Kind::Data: return python_truthy(data_);
+    case Kind::Data: return python_truthy(*data_);
     default: return true;
   }
 }
@@ -194,14 +199,14 @@ std::string python_str(const Json& j) { return j.is_string() ? j.get<std::string
 std::string Value::str() const {
   switch (kind_) {
     case Kind::Undefined: return "";
-    case Kind::Data: return python_str(data_);
+    case Kind::Data: return python_str(*data_);
     case Kind::Namespace: return "<Namespace>";
     default: return "<function>";
   }
 }
 
 const Json& Value::as_data(const char* what) const {
-  if (kind_ == Kind::Data) return data_;
+  if (kind_ == Kind::Data) return *data_;
   if (kind_ == Kind::Undefined) throw EvalError("'" + undefined_name_ + "' is undefined (" + what + ")");
   throw EvalError(std::string(kind_ == Kind::Namespace ? "a namespace" : "a function") + " cannot be used in " + what);
 }

@@ -37,7 +37,7 @@ class Value {
   enum class Kind { Undefined, Data, Namespace, Callable };
 
   Value() = default;  // undefined
-  Value(Json data) : kind_(Kind::Data), data_(std::move(data)) {}
+  Value(Json data) : kind_(Kind::Data), data_(std::make_shared<const Json>(std::move(data))) {}
   static Value undefined(std::string name) {
     Value v;
     v.undefined_name_ = std::move(name);
@@ -59,7 +59,7 @@ class Value {
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::Undefined; }
   bool is_data() const { return kind_ == Kind::Data; }
-  const Json& data() const { return data_; }  // null unless is_data()
+  const Json& data() const;  // null unless is_data()
   Namespace& attrs() const { return *namespace_; }
   const Function& function() const { return *function_; }
   // The name an undefined value was looked up by, for error messages.
@@ -74,7 +74,9 @@ class Value {
 
  private:
   Kind kind_ = Kind::Undefined;
-  Json data_;
+  // Shared, never modified: copying a value (a variable lookup, a loop item)
+  // costs no copy of the data, which can be the whole conversation.
+  std::shared_ptr<const Json> data_;
   std::string undefined_name_;
   std::shared_ptr<Namespace> namespace_;
   std::shared_ptr<Function> function_;
