@@ -99,7 +99,7 @@ TEST(Jinja, FiltersAndMethods) {
 // Errors are one line naming the template line; nothing runs away.
 TEST(Jinja, ErrorsNameTheLine) {
   EXPECT_EQ(error_of("a\n{{ raise_exception('Roles must alternate') }}"), "line 2: Roles must alternate");
-  EXPECT_EQ(error_of("{% if x %}"), "line 1: missing '{% elif %}'... at end of template");
+  EXPECT_EQ(error_of("{% if x %}"), "line 1: missing '{% endif %}' at the end of the template");
   EXPECT_EQ(error_of("\n\n{{ 1 + }}"), "line 3: expected an expression, got '}}'");
   EXPECT_EQ(error_of("{{ x.y }}"), "line 1: 'x' is undefined (attribute access)");
   EXPECT_EQ(error_of("{% for m in none %}{% endfor %}"), "line 1: 'NoneType' object is not iterable");
