@@ -116,7 +116,7 @@ class Renderer {
   // ---------------------------------------------------------------- statements
   Flow exec(const Body& body) {
     for (const StmtPtr& s : body) {
-      Flow f;
+      Flow f = Flow::Normal;
       try {
         f = std::visit([&](const auto& node) { return exec_node(node, s->line); }, s->node);
       } catch (const EvalError& err) {  // from the statement itself (a for loop's iteration, ...)
