@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev           # libFuzzer and the sanitizer runtimes
   python3 python3-pip python3-venv
+  python3-jinja2                  # the reference renderer of the chat-template test (tests/data/chat_templates/)
   gnuplot-nox                     # kvlab simulate --plot
   libjs-chart.js                  # the charts of kvlab serve's web page
   chromium chromium-driver        # the web page's browser test (tests/e2e/test_page.py)

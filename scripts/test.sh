@@ -60,12 +60,13 @@ fi
 rm -rf "$TSAN_REPORTS"
 
 if [[ -f tests/fuzz/CMakeLists.txt ]]; then
-  echo "== Fuzzers (bounded): GGUF reader, request bodies and JSON files, tokenizers"
+  echo "== Fuzzers (bounded): GGUF reader, request bodies and JSON files, tokenizers, chat templates"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_FUZZ=ON \
     -DKVLAB_TESTS=OFF -DKVLAB_BENCH=OFF >/dev/null
-  cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf fuzz_api fuzz_tokenizer
+  cmake --build build-fuzz -j "$JOBS" --target fuzz_gguf fuzz_api fuzz_tokenizer fuzz_jinja
   "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_gguf 120
   "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_api 60
   "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_tokenizer 60
+  "$ROOT/tests/fuzz/run.sh" build-fuzz/tests/fuzz/fuzz_jinja 60
 fi
 echo "== all tests passed"

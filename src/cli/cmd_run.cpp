@@ -216,7 +216,7 @@ void add_run_command(CLI::App& root) {
   app->add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
   add_draft_options(*app, o->draft);
   app->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
-  app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (ChatML, Gemma or Llama 3, from its GGUF)");
+  app->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template (the Jinja template in its GGUF)");
   app->add_flag("--json", o->json, "print one JSON object with the text, ids and timings instead");
   app->callback([o] { run(*o); });
 }

@@ -68,7 +68,7 @@ std::optional<bool> boolean(const nlohmann::json& j, const char* name);
 nlohmann::json parse_body(const std::string& body);
 
 // Parses and validates a request body; throws ApiException with the right
-// 4xx. Tokenizes the prompt (chat: the model's chat format, Tokenizer::apply_chat).
+// 4xx. Tokenizes the prompt (chat: the model's chat template, Tokenizer::apply_chat).
 ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenizer::Tokenizer& tok,
                             const ApiLimits& limits);
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "common/error.h"
 #include "server/openai_api.h"
 #include "server/output_grammar.h"
 #include "server/tool_calls.h"
@@ -98,7 +99,13 @@ std::vector<int32_t> chat_prompt(const json& j, const tokenizer::Tokenizer& tok,
   std::vector<tokenizer::ChatMessage> msgs;
   for (size_t i = 0; i < m->size(); ++i) msgs.push_back(chat_message((*m)[i], i));
   if (tools) add_tools_prompt(*tools, msgs);
-  return tok.encode(tok.apply_chat(msgs), true, true);
+  std::string prompt;
+  try {
+    prompt = tok.apply_chat(msgs);
+  } catch (const Error& e) {  // the template refused the conversation (raise_exception), or failed on it
+    fail(e.what(), "messages", "invalid_value");
+  }
+  return tok.encode(prompt, true, true);
 }
 
 [[noreturn]] void bad_prompt_type() {

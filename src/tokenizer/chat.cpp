@@ -1,8 +1,9 @@
-// Chat prompts in the formats of the models kvlab runs. A GGUF carries its
-// chat template as Jinja (tokenizer.chat_template); kvlab does not evaluate
-// Jinja but recognises the format by the markers the template contains, as
-// llama.cpp's template detection does, and renders it here. What each format
-// produces (the models' own templates, rendered with add_generation_prompt):
+// The fallback chat formats, for a model whose GGUF has no Jinja chat
+// template (Tokenizer::apply_chat renders the template itself when there is
+// one: tokenizer/chat_jinja.cpp). The format is recognised by markers in the
+// template text, as llama.cpp's template detection does, and rendered here;
+// with no text at all it is ChatML. What each format produces (with
+// add_generation_prompt):
 //
 //  ChatML (SmolLM2, Qwen2):
 //    <|im_start|>{role}\n{content}<|im_end|>\n ...  <|im_start|>assistant\n
@@ -104,10 +105,6 @@ std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMes
       break;
   }
   return out;
-}
-
-std::string Tokenizer::apply_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-  return apply_chat_template(detect_chat_template(vocab().chat_template), messages, add_generation_prompt);
 }
 
 }  // namespace kvlab::tokenizer

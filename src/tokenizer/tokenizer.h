@@ -4,8 +4,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kvlab::tokenizer {
@@ -24,12 +26,26 @@ struct Vocab {
   bool add_bos = false;              // tokenizer.ggml.add_bos_token
   bool add_eos = false;
   bool add_space_prefix = false;     // tokenizer.ggml.add_space_prefix (SentencePiece)
-  std::string chat_template;         // tokenizer.chat_template (Jinja text, informational)
+  std::string chat_template;         // tokenizer.chat_template (Jinja text, rendered by apply_chat)
 };
 
 struct ChatMessage {
-  std::string role;     // "system" | "user" | "assistant"
-  std::string content;
+  ChatMessage() = default;
+  ChatMessage(std::string role, std::string content) : role(std::move(role)), content(std::move(content)) {}
+
+  std::string role;     // "system" | "user" | "assistant" | "tool"
+  std::string content;  // an assistant message with tool calls and no text passes null to the template
+  // An assistant's tool calls in OpenAI's shape, [{"id", "type": "function",
+  // "function": {"name", "arguments"}}]; null when there are none.
+  nlohmann::ordered_json tool_calls;
+  std::string tool_call_id;  // a "tool" message: the id of the call it answers
+  std::string name;          // a "tool" message: the function's name
+};
+
+struct ChatOptions {
+  bool add_generation_prompt = true;  // end with the assistant's header
+  nlohmann::ordered_json tools;       // the tools (OpenAI's shape, an array), or null
+  nlohmann::ordered_json extra;       // more template variables (an object), e.g. {"enable_thinking": false}
 };
 
 class Tokenizer {
@@ -50,8 +66,16 @@ class Tokenizer {
   virtual const Vocab& vocab() const = 0;
   int32_t n_vocab() const { return int32_t(vocab().tokens.size()); }
   bool is_end_of_generation(int32_t id) const;  // eos, eot, <|im_end|>, <|endoftext|> ...
-  // The messages in this model's chat format (detect_chat_template).
+  // The messages as the model's chat template (tokenizer.chat_template)
+  // renders them, as transformers renders it (tokenizer/chat_jinja.cpp); a
+  // vocabulary without a template falls back to detect_chat_template's
+  // formats. Throws kvlab::Error "chat template line N: ..." when the
+  // template fails or refuses the conversation (raise_exception).
+  std::string apply_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
   std::string apply_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // Whether the chat template reads `tools`, i.e. can show the model the
+  // tools it may call.
+  bool chat_template_handles_tools() const;
 };
 
 // Buffers decoded bytes and releases only complete UTF-8 code points, so a
@@ -66,8 +90,9 @@ class StreamDecoder {
   std::string pending_;
 };
 
-// Chat formats (tokenizer/chat.cpp says what each renders), recognised from
-// the model's tokenizer.chat_template.
+// The chat formats of the fallback for a model without a Jinja chat template
+// (tokenizer/chat.cpp says what each renders), recognised from markers in
+// the template text.
 enum class ChatFormat { ChatML, Gemma, Llama3 };
 struct ChatTemplate {
   ChatFormat format = ChatFormat::ChatML;

@@ -12,26 +12,20 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
 #include "tokenizer/unicode_tables.h"
 
 namespace kvlab::tokenizer::unicode {
 
 inline constexpr uint32_t kReplacement = 0xFFFD;
 
-// Length of the UTF-8 sequence a byte starts, from its top four bits alone
-// (continuation bytes count as 1). Used to cut text into symbols without
-// validating it, as SentencePiece/llama.cpp do.
-inline size_t seq_len(uint8_t lead) {
-  static constexpr uint8_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLen[lead >> 4];
-}
+// seq_len (a lead byte's sequence length) and append_utf8 (common/utf8.h).
+using utf8::append_utf8;
+using utf8::seq_len;
 
 // Decode `text` into code points (lenient, see above). Code points above
 // U+10FFFF (lead bytes F5..F7) become U+FFFD so every result re-encodes.
 std::vector<uint32_t> decode_lenient(std::string_view text);
-
-// Append the UTF-8 encoding of `cp` (<= 0x10FFFF) to `out`.
-void append_utf8(std::string& out, uint32_t cp);
 
 // Flags of a code point: class (unicode_tables::kClassMask) | kWhitespace.
 uint8_t flags(uint32_t cp);

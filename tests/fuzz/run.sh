@@ -2,7 +2,8 @@
 # Runs a fuzz target for a bounded time, seeded with real inputs of its kind.
 #   tests/fuzz/run.sh BINARY SECONDS
 # The target is told by its name: fuzz_gguf (GGUF files), fuzz_api (a parser
-# selector byte, then a request body or JSON file), fuzz_tokenizer (text).
+# selector byte, then a request body or JSON file), fuzz_tokenizer (text),
+# fuzz_jinja (templates).
 set -euo pipefail
 BIN="$1"
 SECONDS_LIMIT="${2:-60}"
@@ -53,6 +54,11 @@ for i, path in enumerate(sorted(pathlib.Path(sys.argv[1]).glob("*.tokenize.json"
     for j, case in enumerate(json.load(open(path))["cases"]):
         (out / f"case-{i}-{j}").write_text(case["text"], encoding="utf-8", errors="surrogateescape")
 PY
+    ;;
+  fuzz_jinja)
+    # The chat templates of the jinja2 comparison (tests/data/chat_templates/).
+    cp "$ROOT"/tests/data/chat_templates/*.jinja "$CORPUS/"
+    MAX_LEN=16384
     ;;
   *) echo "run.sh: unknown fuzz target $BIN" >&2; exit 2 ;;
 esac

@@ -207,6 +207,24 @@ server::ApiError parse_error(server::Endpoint ep, const std::string& body) {
   return none;
 }
 
+// A conversation the chat template refuses (its raise_exception) is the
+// client's error: a 400 with the template's message.
+TEST(ServerOpenAiApi, ChatTemplateRefusalIsA400) {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  tokenizer::Vocab v = lm.tok->vocab();
+  v.chat_template = "{% if messages | length > 1 %}{{ raise_exception('One message only') }}{% endif %}x";
+  const auto tok = tokenizer::Tokenizer::create(v);
+  const std::string body = R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})";
+  try {
+    server::parse_request(server::Endpoint::Chat, body, *tok, {"m", 64});
+    FAIL() << "the template's refusal was not an error";
+  } catch (const server::ApiException& e) {
+    EXPECT_EQ(e.err.status, 400);
+    EXPECT_EQ(e.err.param, "messages");
+    EXPECT_EQ(e.err.message, "chat template line 1: One message only");
+  }
+}
+
 // logprobs: each generated token's log-probability is the log-softmax of the
 // logits a single-sequence session gives at that step (the same logits,
 // see above), its alternatives the most likely tokens in order, and the

@@ -667,6 +667,43 @@ TEST(TokenizerChat, GemmaTurnsFoldTheSystemMessageIntoTheFirstUserTurn) {
   EXPECT_EQ(apply_chat_template(g, {{"user", "Hi"}}, false), "<start_of_turn>user\nHi<end_of_turn>\n");
 }
 
+// A GGUF's Jinja template is rendered, not matched by markers: the tool
+// fields reach it, a BOS the vocabulary adds anyway is dropped from the
+// front, and a template that refuses the conversation names its line.
+TEST(TokenizerChat, JinjaTemplateWithToolsAndBos) {
+  Vocab v = bpe_vocab({}, {}, {{"<s>", TokenType::Control}, {"</s>", TokenType::Control}});
+  v.bos = 256, v.eos = 257, v.add_bos = true;
+  v.chat_template =
+      "{{ bos_token }}{% if tools %}[{{ tools | map(attribute='function.name') | join(',') }}]{% endif %}\n"
+      "{%- for m in messages %}\n"
+      "{%- if m.role == 'bad' %}{{ raise_exception('no bad roles') }}{% endif %}\n"
+      "<{{ m.role }}>{{ m.content if m.content is not none else '' }}\n"
+      "{%- for c in m.tool_calls %}{{ c.function.name }}({{ c.function.arguments | tojson }}){% endfor %}\n"
+      "{%- if m.tool_call_id %}#{{ m.tool_call_id }}:{{ m.name }}{% endif %}\n"
+      "{%- endfor %}{% if add_generation_prompt %}<assistant>{% endif %}{{ eos_token }}";
+  auto t = Tokenizer::create(v);
+  EXPECT_TRUE(t->chat_template_handles_tools());
+  ChatMessage call("assistant", "");
+  call.tool_calls = nlohmann::ordered_json::parse(
+      R"([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"z": 1, "a": "é"}}}])");
+  ChatMessage result("tool", "42");
+  result.tool_call_id = "c1", result.name = "f";
+  ChatOptions o;
+  o.tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "f"}}])");
+  EXPECT_EQ(t->apply_chat({{"user", "Hi"}, call, result}, o),
+            "[f]<user>Hi<assistant>f({\"z\": 1, \"a\": \"é\"})<tool>42#c1:f<assistant></s>");
+  EXPECT_EQ(t->apply_chat({{"user", "Hi"}}, false), "<user>Hi</s>");
+  EXPECT_EQ(t->encode(t->apply_chat({{"user", "Hi"}}, false), true, true).front(), 256);  // one BOS, from encode
+  try {
+    t->apply_chat({{"bad", "x"}});
+    FAIL() << "raise_exception did not throw";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "chat template line 3: no bad roles");
+  }
+  v.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}";
+  EXPECT_FALSE(Tokenizer::create(v)->chat_template_handles_tools());
+}
+
 TEST(TokenizerChat, Llama3Headers) {
   const ChatTemplate l{ChatFormat::Llama3, ""};
   EXPECT_EQ(apply_chat_template(l, {{"system", "Be brief."}, {"user", " Hi "}}),
