@@ -160,7 +160,7 @@ void simulate(const SimulateOptions& o) {
 void add_serve_options(CLI::App& app, SimulateOptions& o) {
   app.add_flag("--serve", o.serve,
                "simulate kvlab serve under a load: TTFT, inter-token and end-to-end latency percentiles, throughput");
-  app.add_option("--rate", o.load.rate, "--serve: Poisson arrivals, requests/s")->check(CLI::PositiveNumber);
+  app.add_option("--rate", o.load.rate, "--serve: Poisson arrivals, requests/s")->check(CLI::Range(1e-6, 1e6));
   app.add_option("--concurrency", o.load.concurrency, "--serve: closed loop of this many clients")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--requests", o.load.requests, "--serve: requests in all")

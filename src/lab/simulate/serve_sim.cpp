@@ -120,7 +120,7 @@ ServeSim::ServeSim(const ServeOptions& o, const PassPricer& price)
   for (const SimRequest& q : reqs_)
     if (q.load.prompt >= sched_.n_ctx)
       throw Error("prompt of " + std::to_string(q.load.prompt) + " tokens does not fit the context of " +
-                  std::to_string(sched_.n_ctx) + " (--ctx) with room for an answer");
+                  std::to_string(sched_.n_ctx) + " (--ctx-size) with room for an answer");
   if (o.series_points < 1 || o.series_points > 1000) throw Error("time series wants 1 to 1000 points");
   r_.kv_blocks = sched_.kv_blocks;
 }
