@@ -158,8 +158,8 @@ void simulate(const SimulateOptions& o) {
 }
 
 void add_serve_options(CLI::App& app, SimulateOptions& o) {
-  app.add_flag("--serve", o.serve,
-               "simulate kvlab serve under a load: TTFT, inter-token and end-to-end latency percentiles, throughput");
+  CLI::Option* serve = app.add_flag(
+      "--serve", o.serve, "simulate kvlab serve under a load: TTFT, inter-token and end-to-end latency percentiles, throughput");
   app.add_option("--rate", o.load.rate, "--serve: Poisson arrivals, requests/s")->check(CLI::Range(1e-6, 1e6));
   app.add_option("--concurrency", o.load.concurrency, "--serve: closed loop of this many clients")
       ->check(CLI::Range(1, 1 << 20));
@@ -195,6 +195,9 @@ void add_serve_options(CLI::App& app, SimulateOptions& o) {
                  "--serve: fixed cost per sampled row (sampling, detokenising), us")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
+  // The load and the server's flags mean nothing for one generation.
+  for (CLI::Option* opt : app.get_options())
+    if (opt != serve && opt->get_description().starts_with("--serve: ")) opt->needs(serve);
 }
 
 }  // namespace
