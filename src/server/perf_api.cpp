@@ -49,9 +49,9 @@ perf::LengthSpec length_field(const json& j, const char* name, int def) {
 
 // The "serve" object: kvlab simulate --serve's load and server flags. A
 // worker thread runs it, so its work is bounded: generated tokens in all at
-// most kMaxServeTokens.
+// most kMaxApiTokens.
 perf::ServeOptions serve_options(const json& s) {
-  constexpr int64_t kMaxServeTokens = int64_t(1) << 22;
+  constexpr int64_t kMaxApiTokens = int64_t(1) << 22;
   if (!s.is_object())
     throw ApiException{ApiError{400, "'serve' must be an object", "invalid_request_error", "serve", "invalid_type"}};
   perf::ServeOptions o;
@@ -72,8 +72,8 @@ perf::ServeOptions serve_options(const json& s) {
   o.load.prefix_tokens = get_or<int>(s, "prefix_len", 0);
   o.load.seed = get_or<uint64_t>(s, "seed", 1);
   perf::check_load(o.load);
-  if (o.load.requests * o.load.output.hi > kMaxServeTokens)
-    throw Error("'serve': requests x output_len must be at most " + std::to_string(kMaxServeTokens) + " tokens");
+  if (o.load.requests * o.load.output.hi > kMaxApiTokens)
+    throw Error("'serve': requests x output_len must be at most " + std::to_string(kMaxApiTokens) + " tokens");
   return o;
 }
 

@@ -125,6 +125,8 @@ TEST(ServeSim, BadLoadsAreClearErrors) {
   EXPECT_THROW(simulate_serve(o, fixed_price), Error);
   o = closed_loop(1, kMaxServeRequests + 1, 64, 8);
   EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o = closed_loop(1, kMaxServeRequests, 64, 1024);  // too many passes to run
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
   o = closed_loop(1, 1, 1024, 8);  // no room in the context for an answer
   EXPECT_THROW(simulate_serve(o, fixed_price), Error);
   EXPECT_THROW(parse_length("0", "--prompt-len"), Error);

@@ -49,6 +49,8 @@ void check_load(const ServeLoad& l) {
   if (!std::isfinite(l.rate) || l.rate > 1e6) throw Error("--rate must be a finite number of requests/s up to 1e6");
   if (!(l.prefix_share >= 0 && l.prefix_share <= 1)) throw Error("--prefix-share must be in [0, 1]");
   if (l.prefix_tokens < 0 || l.prefix_tokens > kMaxLength) throw Error("--prefix-len must be 0 to 1048576 tokens");
+  if (l.requests * l.output.hi > kMaxServeTokens)
+    throw Error("--requests x the longest --output-len must be at most " + std::to_string(kMaxServeTokens) + " tokens");
 }
 
 std::vector<LoadRequest> make_requests(const ServeLoad& l) {

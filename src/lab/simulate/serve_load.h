@@ -12,8 +12,10 @@
 
 namespace kvlab::perf {
 
-// Most requests one simulation replays: its per-request records stay small.
+// Most requests one simulation replays (its per-request records stay small),
+// and most output tokens (at most one pass each: about a minute at worst).
 inline constexpr int64_t kMaxServeRequests = 100000;
+inline constexpr int64_t kMaxServeTokens = int64_t(1) << 25;
 
 // A length in tokens: fixed ("512") or uniform over [lo, hi] ("128:1024").
 struct LengthSpec {
@@ -39,7 +41,8 @@ struct ServeLoad {
   uint64_t seed = 1;
 };
 // Throws kvlab::Error for a load that is not one of the two loops, a
-// fraction outside [0, 1], or a request count outside [1, kMaxServeRequests].
+// fraction outside [0, 1], a request count outside [1, kMaxServeRequests],
+// or more than kMaxServeTokens output tokens at the longest.
 void check_load(const ServeLoad& l);
 
 struct LoadRequest {

@@ -102,7 +102,6 @@ class ServeSim {
   int running_ = 0;
   bool busy_ = false;
   Plan plan_;
-  double pass_start_ = 0;
   // The shared prefix's cached blocks (kv::BlockManager keys them as they
   // fill) and the request that computed them.
   int prefix_keyed_ = 0;
