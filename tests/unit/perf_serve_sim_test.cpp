@@ -44,6 +44,19 @@ TEST(ServeSim, OneRequestTtftIsItsPrefillPasses) {
   EXPECT_EQ(r.output_tokens, 3);
 }
 
+TEST(ServeSim, EngineOverheadsAddPerPassAndPerSamplingRound) {
+  ServeOptions o = closed_loop(1, 1, 300, 3);
+  o.overhead = {0.5e-3, 0.2e-3, 2};
+  ServeResult r = simulate_serve(o, fixed_price);
+  expect_ms(r.ttft_ms.p50, 33 + 3 * 0.5 + 0.2);  // three passes, one sampled row
+  expect_ms(r.itl_ms.p50, 1.1 + 0.5 + 0.2);
+  // Four rows on two threads: two rows' time per decode pass.
+  o = closed_loop(4, 4, 16, 4);
+  o.overhead = {0.5e-3, 0.2e-3, 2};
+  r = simulate_serve(o, fixed_price);
+  expect_ms(r.itl_ms.p50, 1.4 + 0.5 + 2 * 0.2);
+}
+
 TEST(ServeSim, ConcurrencyOneRunsRequestsOneAfterAnother) {
   const ServeResult one = simulate_serve(closed_loop(1, 1, 100, 10), fixed_price);
   const ServeResult five = simulate_serve(closed_loop(1, 5, 100, 10), fixed_price);

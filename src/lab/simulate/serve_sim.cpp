@@ -121,6 +121,7 @@ ServeSim::ServeSim(const ServeOptions& o, const PassPricer& price)
       throw Error("prompt of " + std::to_string(q.load.prompt) + " tokens does not fit the context of " +
                   std::to_string(sched_.n_ctx) + " (--ctx-size) with room for an answer");
   if (o.series_points < 1 || o.series_points > 1000) throw Error("time series wants 1 to 1000 points");
+  if (o.overhead.sampler_threads < 1) throw Error("the sampler needs at least one thread");
   r_.kv_blocks = sched_.kv_blocks;
 }
 
@@ -263,8 +264,8 @@ void ServeSim::start_pass(double now) {
     plan_.chunk_req.push_back(size_t(id));
     budget -= n;
   }
-  const double seconds = price_(plan_.rows) + o_.overhead.pass_s +
-                         double(plan_.rows.sampled_rows()) * o_.overhead.sampled_row_s;
+  const int sampling_rounds = (plan_.rows.sampled_rows() + o_.overhead.sampler_threads - 1) / o_.overhead.sampler_threads;
+  const double seconds = price_(plan_.rows) + o_.overhead.pass_s + double(sampling_rounds) * o_.overhead.sampled_row_s;
   sample(now);
   ++r_.passes;
   push(now + seconds, Event::PassDone);

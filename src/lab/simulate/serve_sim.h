@@ -35,6 +35,9 @@ namespace kvlab::perf {
 struct ServeOverhead {
   double pass_s = 0;
   double sampled_row_s = 0;
+  // The engine samples a pass's rows in parallel over its thread pool
+  // (ServingEngine::sample_rows): ceil(rows / threads) rows' time.
+  int sampler_threads = 1;
 };
 
 struct ServeOptions {

@@ -12,6 +12,7 @@ ServingSimulation simulate_serving(const std::string& model_id, const model::Con
   const NumberFormat& kf = kv_format(opt.kv);
   ServingSimulation s{model_id, model, hw, opt, serve, {}, {}};
   s.serve.sched = engine::checked(serve.sched);
+  if (opt.eff.threads > 0) s.serve.overhead.sampler_threads = opt.eff.threads;  // the probed pool's
   // The same machine and pass shape simulate() prices a generation with.
   s.machine = make_machine(hw, opt.compute.value_or(dense_precision(hw, wf)), opt.eff, kf.compute);
   check_layout(model, opt.layout);
