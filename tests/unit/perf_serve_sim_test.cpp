@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "engine/scheduler.h"
 #include "lab/simulate/model_catalog.h"
+#include "lab/simulate/parallel.h"
 #include "lab/simulate/serve_pass.h"
 #include "lab/simulate/serve_sim.h"
 #include "lab/simulate/simulate.h"
@@ -174,6 +175,11 @@ TEST(ServePass, DecodeRowsCostOneBatchedPass) {
   batched.past = 700;
   const double want = time_pass(c, batched, m).seconds;
   EXPECT_NEAR(time_serve_pass(c, Pass{}, rows, m, Layout{}).seconds, want, want * 1e-12);
+  // Over two tensor-parallel H100s: one device's shard plus the links, as simulate prices it.
+  const Layout tp2 = make_layout(2, 1, "", find_hardware("h100"));
+  const double want_tp2 = time_layout_pass(c, batched, m, tp2).seconds;
+  EXPECT_NEAR(time_serve_pass(c, Pass{}, rows, m, tp2).seconds, want_tp2, want_tp2 * 1e-12);
+  EXPECT_LT(want_tp2, want);
   // A prefill chunk alongside adds its tokens' work but no second weight read.
   rows.chunks.push_back({0, 128, true});
   Pass chunk;
