@@ -51,7 +51,7 @@ perf::LengthSpec length_field(const json& j, const char* name, int def) {
 // worker thread runs it, so its work is bounded: generated tokens in all at
 // most kMaxApiTokens.
 perf::ServeOptions serve_options(const json& s) {
-  constexpr int64_t kMaxApiTokens = int64_t(1) << 22;
+  constexpr int64_t kMaxApiTokens = int64_t(1) << 20;
   if (!s.is_object())
     throw ApiException{ApiError{400, "'serve' must be an object", "invalid_request_error", "serve", "invalid_type"}};
   perf::ServeOptions o;
