@@ -126,7 +126,7 @@ TEST(ServeSim, LittlesLawHoldsAtSteadyState) {
   o.load.rate = 30;
   const ServeResult r = simulate_serve(o, fixed_price);
   ASSERT_EQ(r.completed, 2000);
-  EXPECT_NEAR(r.mean_running, r.requests_per_s * r.mean_e2e_s, 0.01 * r.mean_running);
+  EXPECT_NEAR(r.mean_in_system, r.requests_per_s * r.mean_e2e_s, 0.01 * r.mean_in_system);
   // An open loop below saturation completes requests at the offered rate.
   EXPECT_NEAR(r.requests_per_s, 30, 3);
 }

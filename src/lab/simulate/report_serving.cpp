@@ -46,7 +46,7 @@ json serve_json(const ServeResult& r) {
           {"prompt_tokens", r.prompt_tokens},
           {"output_tokens", r.output_tokens},
           {"cached_tokens", r.cached_tokens},
-          {"mean_in_system", r.mean_running},
+          {"mean_in_system", r.mean_in_system},
           {"max_waiting", r.max_waiting},
           {"kv_blocks", r.kv_blocks},
           {"max_kv_blocks_used", r.max_kv_blocks_used},
@@ -105,7 +105,7 @@ std::string render_md(const ServingSimulation& s) {
   o << "\nThroughput: " << fmt_num(r.throughput_tok_s) << " output tok/s, " << fmt_num(r.requests_per_s)
     << " req/s over " << fmt_seconds(r.duration_s) << " (" << r.completed << " completed, " << r.rejected
     << " rejected by the queue limit, " << r.passes << " passes, " << r.cached_tokens
-    << " prompt tokens from the prefix cache; on average " << fmt_num(r.mean_running)
+    << " prompt tokens from the prefix cache; on average " << fmt_num(r.mean_in_system)
     << " requests in the system).\n\n";
   o << "| t | running | waiting | KV blocks used |\n|---|---|---|---|\n";
   for (const ServeSample& x : r.series)

@@ -149,7 +149,7 @@ ServeResult ServeSim::run() {
   if (r_.duration_s > 0) {
     r_.throughput_tok_s = double(r_.output_tokens) / r_.duration_s;
     r_.requests_per_s = double(r_.completed) / r_.duration_s;
-    r_.mean_running = in_system_area_ / r_.duration_s;
+    r_.mean_in_system = in_system_area_ / r_.duration_s;
   }
   // Thin the kept samples to the asked-for rows, evenly.
   std::vector<ServeSample> rows;

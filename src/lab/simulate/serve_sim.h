@@ -68,7 +68,7 @@ struct ServeResult {
   double mean_e2e_s = 0;
   double throughput_tok_s = 0;   // output tokens / duration
   double requests_per_s = 0;     // completed / duration
-  double mean_running = 0;       // time-averaged requests in the engine (queued + running)
+  double mean_in_system = 0;       // time-averaged requests in the engine (queued + running)
   int max_waiting = 0, max_kv_blocks_used = 0;
   std::vector<ServeSample> series;
 };
