@@ -66,9 +66,9 @@ struct ServeResult {
   double duration_s = 0;  // first arrival to last token
   Percentiles ttft_ms, itl_ms, e2e_ms;
   double mean_e2e_s = 0;
-  double throughput_tok_s = 0;   // output tokens / duration
-  double requests_per_s = 0;     // completed / duration
-  double mean_in_system = 0;       // time-averaged requests in the engine (queued + running)
+  double throughput_tok_s = 0;  // output tokens / duration
+  double requests_per_s = 0;    // completed / duration
+  double mean_in_system = 0;    // time-averaged requests in the engine (queued + running)
   int max_waiting = 0, max_kv_blocks_used = 0;
   std::vector<ServeSample> series;
 };
