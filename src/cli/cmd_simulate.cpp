@@ -1,6 +1,7 @@
 // kvlab simulate: the analytical model's prediction of a generation on
 // catalog hardware (TTFT, then every decode step with and without the KV
-// cache), its chart, the catalogs, and the check against published numbers.
+// cache), its chart, the catalogs, the check against published numbers, and
+// with --serve a serving load through the continuous-batching scheduler.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "lab/report/units.h"
 #include "lab/simulate/model_catalog.h"
 #include "lab/simulate/plot.h"
+#include "lab/simulate/serving.h"
 #include "lab/simulate/simulate.h"
 #include "lab/simulate/validate.h"
 
@@ -43,6 +45,12 @@ struct SimulateOptions {
   std::string plot;
   std::string validate;
   bool list = false;
+  // --serve: the load and the server's flags (kvlab serve's names and defaults).
+  bool serve = false;
+  perf::ServeLoad load;
+  std::string prompt_len = "512", output_len = "128";
+  int parallel = 4, ctx_size = 4096, prefill_chunk = 128, max_queue = 32, kv_blocks = 0;
+  double pass_overhead_us = 0, row_overhead_us = 0;
 };
 
 perf::Efficiency efficiency(const SimulateOptions& o) {
@@ -98,8 +106,22 @@ void list_catalogs() {
   }
 }
 
+perf::ServeOptions serve_options(const SimulateOptions& o) {
+  perf::ServeOptions so;
+  so.sched.n_seq = o.parallel;
+  so.sched.n_ctx = o.ctx_size;
+  so.sched.prefill_chunk = o.prefill_chunk;
+  so.sched.max_queue = o.max_queue;
+  so.sched.kv_blocks = o.kv_blocks;
+  so.load = o.load;
+  so.load.prompt = perf::parse_length(o.prompt_len, "--prompt-len");
+  so.load.output = perf::parse_length(o.output_len, "--output-len");
+  so.overhead = {o.pass_overhead_us * 1e-6, o.row_overhead_us * 1e-6};
+  return so;
+}
+
 void simulate(const SimulateOptions& o) {
-  const perf::Format format = perf::parse_format(o.output);
+  const perf::Format format = perf::parse_format(o.output, !o.serve);
   if (o.list) {
     list_catalogs();
     return;
@@ -123,12 +145,59 @@ void simulate(const SimulateOptions& o) {
   opt.eff = efficiency(o, hw, opt, m.config);
   opt.with_cache = !o.no_kv_cache;
   opt.layout = perf::make_layout(o.tp, o.pp, o.link, hw);
+  if (o.serve) {
+    std::cout << perf::render_serving(perf::simulate_serving(m.id, m.config, hw, opt, serve_options(o)), format);
+    return;
+  }
   const perf::Simulation s = perf::simulate(m.id, m.config, hw, opt);
   std::cout << perf::render_simulation(s, format);
   if (!o.plot.empty()) {
     perf::plot_simulation(s, o.plot);
     std::fprintf(stderr, "kvlab: wrote %s\n", o.plot.c_str());
   }
+}
+
+void add_serve_options(CLI::App& app, SimulateOptions& o) {
+  CLI::Option* serve = app.add_flag(
+      "--serve", o.serve, "simulate kvlab serve under a load: TTFT, inter-token and end-to-end latency percentiles, throughput");
+  app.add_option("--rate", o.load.rate, "--serve: Poisson arrivals, requests/s")->check(CLI::Range(1e-6, 1e6));
+  app.add_option("--concurrency", o.load.concurrency, "--serve: closed loop of this many clients")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--requests", o.load.requests, "--serve: requests in all")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), perf::kMaxServeRequests));
+  app.add_option("--prompt-len", o.prompt_len, "--serve: prompt tokens, N or LO:HI (uniform)")->capture_default_str();
+  app.add_option("--output-len", o.output_len, "--serve: output tokens, N or LO:HI (uniform)")->capture_default_str();
+  app.add_option("--prefix-share", o.load.prefix_share, "--serve: fraction of prompts that start with a shared prefix")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--prefix-len", o.load.prefix_tokens, "--serve: tokens of the shared prefix")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--seed", o.load.seed, "--serve: seed of the arrivals and lengths")->capture_default_str();
+  app.add_option("-P,--parallel", o.parallel, "--serve: sequence slots (kvlab serve --parallel)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--ctx-size", o.ctx_size, "--serve: context per slot")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  app.add_option("--prefill-chunk", o.prefill_chunk, "--serve: prompt tokens per pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8192));
+  app.add_option("--max-queue", o.max_queue, "--serve: requests that may wait for a slot")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--kv-blocks", o.kv_blocks, "--serve: KV pool in 16-position blocks (0: parallel x ctx-size)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--pass-overhead-us", o.pass_overhead_us, "--serve: fixed engine cost per pass, us")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--row-overhead-us", o.row_overhead_us,
+                 "--serve: fixed cost per sampled row (sampling, detokenising), us")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  // The load and the server's flags mean nothing for one generation.
+  for (CLI::Option* opt : app.get_options())
+    if (opt != serve && opt->get_description().starts_with("--serve: ")) opt->needs(serve);
 }
 
 }  // namespace
@@ -194,6 +263,7 @@ void add_simulate_command(CLI::App& root) {
       ->default_str("simulate.png");
   app->add_option("--validate", o->validate, "compare against published measurements (docs/validation/published.json)");
   app->add_flag("--list", o->list, "list the hardware and model catalogs with their sources");
+  add_serve_options(*app, *o);
   app->callback([o] { simulate(*o); });
 }
 

@@ -26,13 +26,20 @@ SchedulerOptions checked(SchedulerOptions o) {
 
 int max_pass_tokens(const SchedulerOptions& o) { return o.prefill_chunk + o.n_seq * (1 + o.draft.max_tokens); }
 
+int admission_budget(const SchedulerOptions& o, int prompt_tokens, int max_tokens) {
+  return int(std::min<int64_t>(o.n_ctx, int64_t(prompt_tokens) + std::max(max_tokens, 0)));
+}
+
+bool queue_has_room(const SchedulerOptions& o, size_t waiting, size_t incoming, int running) {
+  const int free_slots = o.n_seq - running;
+  return int(waiting + incoming) <= o.max_queue + std::max(0, free_slots);
+}
+
 Scheduler::Scheduler(const SchedulerOptions& opt, kv::Cache& cache)
     : opt_(opt), cache_(cache), blocks_(cache), slots_(size_t(opt.n_seq)) {}
 
 bool Scheduler::enqueue(std::vector<WaitingRequest>& ws) {
-  // Free slots absorb a burst before the engine's thread gets to admit it.
-  const int free_slots = opt_.n_seq - running_.load();
-  if (int(waiting_.size() + ws.size()) > opt_.max_queue + std::max(0, free_slots)) return false;
+  if (!queue_has_room(opt_, waiting_.size(), ws.size(), running_.load())) return false;
   for (WaitingRequest& w : ws) waiting_.push_back(std::move(w));
   return true;
 }
@@ -54,7 +61,7 @@ void Scheduler::admit(const MakeSequence& make) {
   for (size_t slot = 0; slot < slots_.size() && !waiting_.empty(); ++slot) {
     if (slots_[slot]) continue;
     const GenRequest& head = waiting_.front().req;
-    const int budget = int(std::min<int64_t>(opt_.n_ctx, int64_t(head.prompt.size()) + std::max(head.max_tokens, 0)));
+    const int budget = admission_budget(opt_, int(head.prompt.size()), head.max_tokens);
     // A scored prompt needs every position's logits: none may come from the cache.
     const std::optional<int> reused = blocks_.admit(int(slot), head.prompt, budget, !head.scores_prompt());
     if (!reused) break;  // the head waits for blocks; nothing overtakes it

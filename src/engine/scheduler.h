@@ -49,6 +49,14 @@ SchedulerOptions checked(SchedulerOptions o);
 // Rows one pass may carry: the prefill chunk plus every slot's decode row
 // and drafts.
 int max_pass_tokens(const SchedulerOptions& o);
+// The KV positions a request is admitted with: its prompt and every token it
+// may generate, capped by the context (Scheduler::admit takes the blocks for
+// all of them at once, so a running sequence never runs out).
+int admission_budget(const SchedulerOptions& o, int prompt_tokens, int max_tokens);
+// Whether the queue takes `incoming` more requests while `waiting` wait and
+// `running` slots are busy: up to max_queue beyond the free slots, which
+// absorb a burst before the engine's thread gets to admit it.
+bool queue_has_room(const SchedulerOptions& o, size_t waiting, size_t incoming, int running);
 
 struct WaitingRequest {
   GenRequest req;

@@ -79,7 +79,8 @@ std::optional<int> BlockManager::admit(int seq, std::span<const int32_t> prompt,
   std::vector<int32_t> hit;
   uint64_t key = 0;
   int hits_now_cached = 0;  // hit blocks that sit in the LRU list, i.e. count as available
-  for (size_t i = 0; reuse_prefix && (i + 1) * B <= prompt.size() - 1; ++i) {
+  const size_t reusable = reuse_prefix ? size_t(max_reused_blocks(int(prompt.size()))) : 0;
+  for (size_t i = 0; i < reusable; ++i) {
     const auto tokens = prompt.subspan(i * B, B);
     const uint64_t next = chain(key, tokens);
     const int32_t b = find(next, key, tokens);

@@ -17,6 +17,7 @@
 // The KV of a position depends only on the tokens up to it, and the kernels
 // give the same bits whatever the batch, so reused KV equals recomputed KV.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <list>
 #include <optional>
@@ -53,6 +54,9 @@ class BlockManager {
   void commit(int seq, std::span<const int32_t> tokens, int n_written);
   // Drops the sequence's blocks: keyed ones stay cached, the others are free.
   void release(int seq);
+  // The most leading blocks of a prompt of `prompt_tokens` an admission may
+  // map from the cache: whole blocks, leaving its last token to be computed.
+  static int max_reused_blocks(int prompt_tokens) { return std::max(0, prompt_tokens - 1) / Cache::kBlockTokens; }
   // Blocks an admission could take now (free plus evictable).
   int available() const { return int(free_.size() + lru_.size()); }
   Stats stats() const;

@@ -8,6 +8,7 @@
 #include "lab/hardware/hardware.h"
 #include "lab/report/report.h"
 #include "lab/simulate/model_catalog.h"
+#include "lab/simulate/serving.h"
 #include "lab/simulate/simulate.h"
 #include "server/openai_api.h"
 
@@ -38,6 +39,44 @@ perf::ResolvedModel catalog_model(const std::string& name) {
   return perf::resolve_model(name);
 }
 
+// A length field: a number of tokens or a "LO:HI" string (perf::parse_length).
+perf::LengthSpec length_field(const json& j, const char* name, int def) {
+  const auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return {def, def};
+  return perf::parse_length(it->is_string() ? it->get<std::string>() : std::to_string(get_or<int>(j, name, def)),
+                            std::string("'") + name + "'");
+}
+
+// The "serve" object: kvlab simulate --serve's load and server flags. A
+// worker thread runs it, so its work is bounded: generated tokens in all at
+// most kMaxApiTokens.
+perf::ServeOptions serve_options(const json& s) {
+  constexpr int64_t kMaxApiTokens = int64_t(1) << 20;
+  if (!s.is_object())
+    throw ApiException{ApiError{400, "'serve' must be an object", "invalid_request_error", "serve", "invalid_type"}};
+  perf::ServeOptions o;
+  o.sched.n_seq = get_or<int>(s, "parallel", 4);
+  o.sched.n_ctx = get_or<int>(s, "ctx_size", 4096);
+  o.sched.prefill_chunk = get_or<int>(s, "prefill_chunk", 128);
+  o.sched.max_queue = get_or<int>(s, "max_queue", 32);
+  o.sched.kv_blocks = get_or<int>(s, "kv_blocks", 0);
+  if (o.sched.n_seq > 256 || o.sched.n_ctx > (1 << 20) || o.sched.max_queue < 0 || o.sched.max_queue > 4096 ||
+      o.sched.kv_blocks < 0 || o.sched.kv_blocks > (1 << 24))
+    throw Error("'serve': parallel at most 256, ctx_size at most 1048576, max_queue 0 to 4096, kv_blocks 0 to 16777216");
+  o.load.rate = get_or<double>(s, "rate", 0);
+  o.load.concurrency = get_or<int>(s, "concurrency", 0);
+  o.load.requests = get_or<int64_t>(s, "requests", 200);
+  o.load.prompt = length_field(s, "prompt_len", 512);
+  o.load.output = length_field(s, "output_len", 128);
+  o.load.prefix_share = get_or<double>(s, "prefix_share", 0);
+  o.load.prefix_tokens = get_or<int>(s, "prefix_len", 0);
+  o.load.seed = get_or<uint64_t>(s, "seed", 1);
+  perf::check_load(o.load);
+  if (o.load.requests * o.load.output.hi > kMaxApiTokens)
+    throw Error("'serve': requests x output_len must be at most " + std::to_string(kMaxApiTokens) + " tokens");
+  return o;
+}
+
 }  // namespace
 
 std::string simulate_request(const std::string& body) {
@@ -59,6 +98,9 @@ std::string simulate_request(const std::string& body) {
   if (compute != "auto") opt.compute = perf::parse_precision(compute);
   opt.with_cache = !get_or<bool>(j, "no_kv_cache", false);
   opt.eff = perf::efficiency_for(hw, opt.weights, opt.kv, m.config);  // measured for a probed "this"
+  if (const auto serve = j.find("serve"); serve != j.end() && !serve->is_null())
+    return perf::render_serving(perf::simulate_serving(m.id, m.config, hw, opt, serve_options(*serve)),
+                                perf::Format::Json);
   return perf::render_simulation(perf::simulate(m.id, m.config, hw, opt), perf::Format::Json);
 }
 

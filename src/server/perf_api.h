@@ -9,7 +9,10 @@
 namespace kvlab::server {
 
 // Fields: model (a catalog id), hw, prompt, gen, batch, weights, kv,
-// compute, no_kv_cache.
+// compute, no_kv_cache; with serve (an object: rate or concurrency,
+// requests, prompt_len, output_len, prefix_share, prefix_len, seed,
+// parallel, ctx_size, prefill_chunk, max_queue, kv_blocks) the serving
+// simulation's report instead (kvlab simulate --serve -o json).
 std::string simulate_request(const std::string& body);
 // Fields: ttft_ms, decode_tok_s, prompt_tokens, gen_tokens, no_kv_cache,
 // model, weights, kv, hw, target_ttft_ms, target_tok_s, answer (grades it).

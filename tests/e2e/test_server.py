@@ -467,6 +467,21 @@ def test_api_simulate_and_diagnose():
     check_error(requests.post(URL + "/api/diagnose", data=b"[", headers={"Content-Type": "application/json"}), 400)
 
 
+def test_api_simulate_serve():
+    body = {"model": "llama-3.1-8b", "hw": "h100",
+            "serve": {"concurrency": 4, "requests": 20, "prompt_len": "64:256", "output_len": 32, "parallel": 4}}
+    r = requests.post(URL + "/api/simulate", json=body)
+    assert r.status_code == 200, r.text
+    serve = r.json()["serve"]
+    assert serve["completed"] == 20 and serve["output_tokens"] == 20 * 32
+    assert 0 < serve["ttft_ms"]["p50"] <= serve["ttft_ms"]["p99"] < serve["e2e_ms"]["p99"]
+    assert serve["throughput_tok_s"] > 0 and serve["series"]
+    for bad in ({"rate": 0}, {"concurrency": 2, "rate": 3}, {"concurrency": 1, "prompt_len": "9:3"},
+                {"concurrency": 1, "requests": 100000, "output_len": 4096}, {"concurrency": 1, "parallel": "four"}):
+        check_error(requests.post(URL + "/api/simulate", json={"serve": bad}), 400)
+    check_error(requests.post(URL + "/api/simulate", json={"serve": [1]}), 400)
+
+
 # ---- more servers, each with options of its own --------------------------------
 
 @contextlib.contextmanager

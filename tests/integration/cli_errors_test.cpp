@@ -361,5 +361,26 @@ TEST(CliErrors, SimulateLayoutsTheModelOrHardwareCannotTake) {
   EXPECT_NE(r.out.find("\"tp\": 4"), std::string::npos);
 }
 
+// simulate --serve: a load that is neither open nor closed, lengths it
+// cannot parse or fit, and its flags without it.
+TEST(CliErrors, SimulateServeLoadsItCannotRun) {
+  expect_one_line_error(run_kvlab("simulate --serve"),
+                        "simulate --serve needs exactly one of --rate R (> 0 requests/s) or --concurrency C (>= 1)");
+  expect_one_line_error(run_kvlab("simulate --serve --rate 2 --concurrency 2"),
+                        "simulate --serve needs exactly one of --rate R (> 0 requests/s) or --concurrency C (>= 1)");
+  expect_one_line_error(run_kvlab("simulate --serve --concurrency 1 --prompt-len 9:3"),
+                        "--prompt-len range '9:3' has LO above HI");
+  expect_one_line_error(run_kvlab("simulate --serve --concurrency 1 --prompt-len 4096"),
+                        "prompt of 4096 tokens does not fit the context of 4096 (--ctx-size) with room for an answer");
+  expect_one_line_error(run_kvlab("simulate --serve --concurrency 1 --requests 100000 --output-len 4000"),
+                        "--requests x the longest --output-len must be at most 33554432 tokens");
+  const Result no_serve = run_kvlab("simulate --rate 3");
+  EXPECT_NE(no_serve.status, 0);
+  EXPECT_NE(no_serve.err.find("--rate requires --serve"), std::string::npos) << no_serve.err;
+  const Result r = run_kvlab("simulate --serve --concurrency 2 --requests 6 --prompt-len 64 --output-len 8 -o json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"completed\": 6"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace kvlab

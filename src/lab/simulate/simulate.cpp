@@ -81,7 +81,11 @@ double Machine::read_speedup(double bytes) const {
 }
 
 PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
-  const Cost cost = forward_cost(c, p);
+  return time_cost(c, forward_cost(c, p), {double(p.new_tokens * p.batch), p.past + p.new_tokens, p.new_tokens == 1},
+                   m);
+}
+
+PassTime time_cost(const model::Config& c, const Cost& cost, const AttentionShape& a, const Machine& m) {
   const OpCost all = cost.total();
   double attn_flops = 0, ew_flops = 0;
   for (Op op : {Op::Scores, Op::Softmax, Op::AttnV}) attn_flops += cost[op].flops;
@@ -131,12 +135,11 @@ PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m) {
   // thread splits each into chunks of kAttnChunk positions (cost.h). The
   // slowest of n threads runs ceil(tasks / n) of them, not tasks / n
   // (decode at position 100: 3 tasks on 2 threads, 2 against 1.5).
-  const double items = double(p.new_tokens * p.batch) * double(c.n_head_kv);  // (token, KV head) per layer
+  const double items = a.tokens * double(c.n_head_kv);  // (token, KV head) per layer
   double tasks = items;
-  if (m.threads > 0 && tasks < 2.0 * m.threads)
-    tasks *= std::ceil(double(p.past + p.new_tokens) / double(kAttnChunk));
+  if (m.threads > 0 && tasks < 2.0 * m.threads) tasks *= std::ceil(double(a.context) / double(kAttnChunk));
   const double tail = m.threads > 0 ? std::ceil(tasks / m.threads) / (tasks / m.threads) : 1.0;
-  const bool one_token = p.new_tokens == 1;
+  const bool one_token = a.one_token;
   // A many-token pass pays a fixed cost per (token, KV head) task besides its
   // FLOPs (the probe fits both from two chunk lengths); the one-token rate
   // was measured on the decode shape itself.

@@ -159,6 +159,16 @@ struct PassTime {
   Bound bound = Bound::Memory;
 };
 PassTime time_pass(const model::Config& c, const Pass& p, const Machine& m);
+// What time_pass needs of a pass besides its Cost: how its attention splits
+// into the engine's tasks.
+struct AttentionShape {
+  double tokens = 1;      // new tokens of all sequences: one (token, KV head) task each per layer
+  int64_t context = 1;    // positions the longest sequence attends over (past + new)
+  bool one_token = true;  // every sequence feeds one token: priced at the decode rates
+};
+// time_pass on a Cost built by the caller (the serving simulator's passes
+// mix decode rows and prefill chunks: lab/simulate/serve_pass.h).
+PassTime time_cost(const model::Config& c, const Cost& cost, const AttentionShape& a, const Machine& m);
 
 // First position p (0-based index of the token fed) at which a no-KV-cache
 // decode step (T = p + 1, P = 0) is compute-bound on `m`; nullopt when it

@@ -1,0 +1,193 @@
+// kvlab simulate --serve's discrete-event model (lab/simulate/serve_sim.h)
+// on hand-computable cases: a pass priced at 1 ms + 0.1 ms per token, so
+// every latency follows from counting the passes the scheduler plans.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "engine/scheduler.h"
+#include "lab/simulate/model_catalog.h"
+#include "lab/simulate/parallel.h"
+#include "lab/simulate/serve_pass.h"
+#include "lab/simulate/serve_sim.h"
+#include "lab/simulate/simulate.h"
+
+namespace kvlab::perf {
+namespace {
+
+double fixed_price(const PassRows& rows) { return 1e-3 + 1e-4 * rows.tokens(); }
+
+ServeOptions closed_loop(int clients, int64_t requests, int prompt, int output) {
+  ServeOptions o;
+  o.sched.n_seq = 4;
+  o.sched.n_ctx = 1024;
+  o.sched.n_threads = 1;
+  o.sched.prefill_chunk = 128;
+  o.load.concurrency = clients;
+  o.load.requests = requests;
+  o.load.prompt = {prompt, prompt};
+  o.load.output = {output, output};
+  return o;
+}
+
+// The histogram keeps percentiles within 0.1%.
+void expect_ms(double got_ms, double want_ms) { EXPECT_NEAR(got_ms, want_ms, want_ms * 2e-3); }
+
+TEST(ServeSim, OneRequestTtftIsItsPrefillPasses) {
+  // 300 prompt tokens in chunks of 128, 128, 44; then 2 decode passes.
+  const ServeResult r = simulate_serve(closed_loop(1, 1, 300, 3), fixed_price);
+  const double prefill_ms = (1 + 12.8) + (1 + 12.8) + (1 + 4.4);
+  expect_ms(r.ttft_ms.p50, prefill_ms);
+  expect_ms(r.itl_ms.p50, 1.1);
+  expect_ms(r.e2e_ms.p50, prefill_ms + 2 * 1.1);
+  EXPECT_EQ(r.passes, 5);
+  EXPECT_EQ(r.output_tokens, 3);
+}
+
+TEST(ServeSim, EngineOverheadsAddPerPassAndPerSamplingRound) {
+  ServeOptions o = closed_loop(1, 1, 300, 3);
+  o.overhead = {0.5e-3, 0.2e-3, 2};
+  ServeResult r = simulate_serve(o, fixed_price);
+  expect_ms(r.ttft_ms.p50, 33 + 3 * 0.5 + 0.2);  // three passes, one sampled row
+  expect_ms(r.itl_ms.p50, 1.1 + 0.5 + 0.2);
+  // Four rows on two threads: two rows' time per decode pass.
+  o = closed_loop(4, 4, 16, 4);
+  o.overhead = {0.5e-3, 0.2e-3, 2};
+  r = simulate_serve(o, fixed_price);
+  expect_ms(r.itl_ms.p50, 1.4 + 0.5 + 2 * 0.2);
+}
+
+TEST(ServeSim, ConcurrencyOneRunsRequestsOneAfterAnother) {
+  const ServeResult one = simulate_serve(closed_loop(1, 1, 100, 10), fixed_price);
+  const ServeResult five = simulate_serve(closed_loop(1, 5, 100, 10), fixed_price);
+  EXPECT_EQ(five.completed, 5);
+  EXPECT_NEAR(five.duration_s, 5 * one.duration_s, 1e-9);
+  expect_ms(five.e2e_ms.p99, one.e2e_ms.p50);
+  EXPECT_NEAR(five.throughput_tok_s, one.throughput_tok_s, 1e-6);
+}
+
+TEST(ServeSim, QueueLimitRejectsBeyondTheFreeSlots) {
+  // One slot, a queue of 2, ten requests arriving within microseconds of
+  // each other while the first pass (>= 1 ms) runs: one runs, two wait.
+  ServeOptions o = closed_loop(1, 10, 64, 8);
+  o.sched.n_seq = 1;
+  o.sched.max_queue = 2;
+  o.load.concurrency = 0;
+  o.load.rate = 1e6;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  EXPECT_EQ(r.completed, 3);
+  EXPECT_EQ(r.rejected, 7);
+  EXPECT_EQ(r.max_waiting, 2);
+}
+
+TEST(ServeSim, SmallKvPoolAdmitsOneRequestAtATime) {
+  // Budget 32 + 32 = 64 positions = 4 blocks each; the pool holds 4 blocks.
+  ServeOptions o = closed_loop(4, 4, 32, 32);
+  o.sched.n_ctx = 64;
+  o.sched.kv_blocks = 4;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  const ServeResult alone = simulate_serve(closed_loop(1, 1, 32, 32), fixed_price);
+  EXPECT_EQ(r.completed, 4);
+  EXPECT_EQ(r.max_kv_blocks_used, 4);
+  for (const ServeSample& s : r.series) EXPECT_LE(s.running, 1);
+  EXPECT_NEAR(r.duration_s, 4 * alone.duration_s, 1e-9);
+  // With blocks for all four they run together, in well under 4x the time.
+  o.sched.kv_blocks = 16;
+  EXPECT_LT(simulate_serve(o, fixed_price).duration_s, 2 * alone.duration_s);
+}
+
+TEST(ServeSim, SharedPrefixIsServedFromTheCache) {
+  // 256 shared tokens = 16 blocks; after the first request each reuses them.
+  ServeOptions o = closed_loop(1, 4, 300, 4);
+  o.load.prefix_share = 1;
+  o.load.prefix_tokens = 256;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  EXPECT_EQ(r.cached_tokens, 3 * 256);
+  expect_ms(r.ttft_ms.p99, (1 + 12.8) + (1 + 12.8) + (1 + 4.4));  // the first, cold
+  expect_ms(r.ttft_ms.p50, 1 + 4.4);                               // 44 tokens left to compute
+}
+
+TEST(ServeSim, SameSeedSameResultOtherSeedOther) {
+  ServeOptions o = closed_loop(0, 300, 64, 16);
+  o.load.rate = 40;
+  o.load.prompt = {16, 256};
+  const ServeResult a = simulate_serve(o, fixed_price), b = simulate_serve(o, fixed_price);
+  EXPECT_EQ(a.ttft_ms.p90, b.ttft_ms.p90);
+  EXPECT_EQ(a.duration_s, b.duration_s);
+  EXPECT_EQ(a.passes, b.passes);
+  o.load.seed = 2;
+  EXPECT_NE(simulate_serve(o, fixed_price).duration_s, a.duration_s);
+}
+
+TEST(ServeSim, LittlesLawHoldsAtSteadyState) {
+  // L = lambda W: requests in the system on average = throughput x mean latency.
+  ServeOptions o = closed_loop(0, 2000, 64, 16);
+  o.load.rate = 30;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  ASSERT_EQ(r.completed, 2000);
+  EXPECT_NEAR(r.mean_in_system, r.requests_per_s * r.mean_e2e_s, 0.01 * r.mean_in_system);
+  // An open loop below saturation completes requests at the offered rate.
+  EXPECT_NEAR(r.requests_per_s, 30, 3);
+}
+
+TEST(ServeSim, BadLoadsAreClearErrors) {
+  ServeOptions o = closed_loop(1, 1, 64, 8);
+  o.load.concurrency = 0;
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);  // neither a rate nor clients
+  o.load.rate = -1;
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o = closed_loop(1, kMaxServeRequests + 1, 64, 8);
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o = closed_loop(1, kMaxServeRequests, 64, 1024);  // too many passes to run
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o = closed_loop(1, 1, 1024, 8);  // no room in the context for an answer
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  EXPECT_THROW(parse_length("0", "--prompt-len"), Error);
+  EXPECT_THROW(parse_length("9:3", "--prompt-len"), Error);
+  EXPECT_THROW(parse_length("12x", "--prompt-len"), Error);
+  const LengthSpec l = parse_length("128:1024", "--prompt-len");
+  EXPECT_EQ(l.lo, 128);
+  EXPECT_EQ(l.hi, 1024);
+}
+
+TEST(ServeSim, EngineRulesTheSimulatorShares) {
+  engine::SchedulerOptions o;
+  o.n_seq = 2;
+  o.n_ctx = 100;
+  o.max_queue = 3;
+  EXPECT_EQ(engine::admission_budget(o, 30, 50), 80);
+  EXPECT_EQ(engine::admission_budget(o, 30, 500), 100);  // capped by the context
+  EXPECT_TRUE(engine::queue_has_room(o, 4, 1, 0));       // 3 queued + 2 free slots
+  EXPECT_FALSE(engine::queue_has_room(o, 5, 1, 0));
+  EXPECT_FALSE(engine::queue_has_room(o, 3, 1, 2));
+}
+
+TEST(ServePass, DecodeRowsCostOneBatchedPass) {
+  // Weights are read once per pass: four decode rows at one position are
+  // the batch-of-4 pass simulate prices.
+  const model::Config c = resolve_model("llama-3.1-8b").config;
+  const Machine m = make_machine(find_hardware("h100"), Precision::BF16, Efficiency{});
+  PassRows rows;
+  rows.decode_positions = {700, 700, 700, 700};
+  Pass batched;
+  batched.batch = 4;
+  batched.past = 700;
+  const double want = time_pass(c, batched, m).seconds;
+  EXPECT_NEAR(time_serve_pass(c, Pass{}, rows, m, Layout{}).seconds, want, want * 1e-12);
+  // Over two tensor-parallel H100s: one device's shard plus the links, as simulate prices it.
+  const Layout tp2 = make_layout(2, 1, "", find_hardware("h100"));
+  const double want_tp2 = time_layout_pass(c, batched, m, tp2).seconds;
+  EXPECT_NEAR(time_serve_pass(c, Pass{}, rows, m, tp2).seconds, want_tp2, want_tp2 * 1e-12);
+  EXPECT_LT(want_tp2, want);
+  // A prefill chunk alongside adds its tokens' work but no second weight read.
+  rows.chunks.push_back({0, 128, true});
+  Pass chunk;
+  chunk.new_tokens = 128;
+  const double both = time_serve_pass(c, Pass{}, rows, m, Layout{}).seconds;
+  EXPECT_GT(both, want);
+  EXPECT_LT(both, want + time_pass(c, chunk, m).seconds);
+}
+
+}  // namespace
+}  // namespace kvlab::perf
