@@ -1,12 +1,15 @@
 #include "server/perf_api.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "lab/diagnose/diagnose.h"
 #include "lab/diagnose/grade.h"
 #include "lab/hardware/hardware.h"
+#include "lab/hardware/interconnect.h"
 #include "lab/report/report.h"
+#include "lab/simulate/layout.h"
 #include "lab/simulate/model_catalog.h"
 #include "lab/simulate/simulate.h"
 #include "server/openai_api.h"
@@ -59,6 +62,10 @@ std::string simulate_request(const std::string& body) {
   if (compute != "auto") opt.compute = perf::parse_precision(compute);
   opt.with_cache = !get_or<bool>(j, "no_kv_cache", false);
   opt.eff = perf::efficiency_for(hw, opt.weights, opt.kv, m.config);  // measured for a probed "this"
+  // Range-checked there (at most kMaxDevices together); "" takes the hardware's own link.
+  opt.layout = perf::make_layout(int(std::clamp<int64_t>(get_or<int64_t>(j, "tp", 1), 0, 1 << 20)),
+                                 int(std::clamp<int64_t>(get_or<int64_t>(j, "pp", 1), 0, 1 << 20)),
+                                 get_or<std::string>(j, "link", ""), hw);
   return perf::render_simulation(perf::simulate(m.id, m.config, hw, opt), perf::Format::Json);
 }
 
@@ -91,13 +98,15 @@ std::string diagnose_request(const std::string& body) {
 }
 
 std::string catalog_response() {
-  json models = json::array(), hardware = json::array();
+  json models = json::array(), hardware = json::array(), links = json::array();
   for (const perf::ModelEntry& m : perf::model_catalog())
     models.push_back({{"id", m.id}, {"name", m.config.name}, {"layers", m.config.n_layer}});
   for (const perf::Hardware& h : perf::hardware_catalog())
     hardware.push_back({{"id", h.id}, {"name", h.name}, {"kind", perf::hw_kind_name(h.kind)}});
+  for (const perf::Link& l : perf::link_catalog()) links.push_back({{"id", l.id}, {"name", l.name}});
   return dump(json{{"models", models},
                    {"hardware", hardware},
+                   {"links", links},
                    {"defaults", {{"model", "llama-3.1-8b"}, {"hw", "h100"}}}});
 }
 

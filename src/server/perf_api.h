@@ -9,12 +9,12 @@
 namespace kvlab::server {
 
 // Fields: model (a catalog id), hw, prompt, gen, batch, weights, kv,
-// compute, no_kv_cache.
+// compute, no_kv_cache, tp, pp, link (a link id; the hardware's own if absent).
 std::string simulate_request(const std::string& body);
 // Fields: ttft_ms, decode_tok_s, prompt_tokens, gen_tokens, no_kv_cache,
 // model, weights, kv, hw, target_ttft_ms, target_tok_s, answer (grades it).
 std::string diagnose_request(const std::string& body);
-// GET /api/catalog: the model and hardware ids the page offers for both.
+// GET /api/catalog: the model, hardware and link ids the page offers.
 std::string catalog_response();
 
 }  // namespace kvlab::server
