@@ -1,6 +1,5 @@
 #include "server/perf_api.h"
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -62,10 +61,13 @@ std::string simulate_request(const std::string& body) {
   if (compute != "auto") opt.compute = perf::parse_precision(compute);
   opt.with_cache = !get_or<bool>(j, "no_kv_cache", false);
   opt.eff = perf::efficiency_for(hw, opt.weights, opt.kv, m.config);  // measured for a probed "this"
-  // Range-checked there (at most kMaxDevices together); "" takes the hardware's own link.
-  opt.layout = perf::make_layout(int(std::clamp<int64_t>(get_or<int64_t>(j, "tp", 1), 0, 1 << 20)),
-                                 int(std::clamp<int64_t>(get_or<int64_t>(j, "pp", 1), 0, 1 << 20)),
-                                 get_or<std::string>(j, "link", ""), hw);
+  // Each checked here, so that the product make_layout checks (tp·pp <=
+  // kMaxDevices) cannot overflow. "" takes the hardware's own link.
+  const int64_t tp = get_or<int64_t>(j, "tp", 1), pp = get_or<int64_t>(j, "pp", 1);
+  if (tp < 1 || pp < 1 || tp > perf::kMaxDevices || pp > perf::kMaxDevices)
+    throw Error("'tp' and 'pp' must each be in [1, " + std::to_string(perf::kMaxDevices) + "], got tp " +
+                std::to_string(tp) + ", pp " + std::to_string(pp));
+  opt.layout = perf::make_layout(int(tp), int(pp), get_or<std::string>(j, "link", ""), hw);
   return perf::render_simulation(perf::simulate(m.id, m.config, hw, opt), perf::Format::Json);
 }
 
