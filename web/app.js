@@ -171,6 +171,7 @@ async function loadServer() {
     fillSelect($('sim-model'), cat.models.map((m) => [m.id, `${m.id} (${m.layers} layers)`]), cat.defaults.model);
     fillSelect($('diag-model'), cat.models.map((m) => [m.id, m.id]), cat.defaults.model);
     fillSelect($('sim-hw'), cat.hardware.map((h) => [h.id, h.name]), cat.defaults.hw);
+    fillSelect($('sim-link'), [['', 'the device\'s own']].concat(cat.links.map((l) => [l.id, l.name])), '');
     fillSelect($('diag-hw'), [['', 'unknown']].concat(cat.hardware.map((h) => [h.id, h.name])), '');
   } catch (e) {
     setStatus('sim-status', 'Could not load the catalogs: ' + e.message, true);
@@ -196,13 +197,16 @@ async function runSimulation(ev) {
   const body = {
     model: $('sim-model').value || 'llama-3.1-8b', hw: $('sim-hw').value || 'h100',
     prompt: Number($('sim-prompt').value), gen: Number($('sim-gen').value),
+    tp: Number($('sim-tp').value), pp: Number($('sim-pp').value),
   };
+  if ($('sim-link').value) body.link = $('sim-link').value;
   $('sim-run').disabled = true;
   setStatus('sim-status', 'Simulating…');
   try {
     const sim = await postJSON('/api/simulate', body);
     setStatus('sim-status', `${sim.model.id} on ${sim.hardware.name}, ${body.prompt}-token prompt, ${body.gen} generated tokens (${sim.options.weights} weights).`);
     renderSimSummary(sim);
+    renderSimFit(sim);
     await animateSimulation(downsample(sim.steps));
   } catch (e) {
     setStatus('sim-status', 'Simulation failed: ' + e.message, true);
@@ -259,10 +263,41 @@ function renderSimSummary(sim) {
   const notes = [];
   if (sim.crossover_position !== null && sim.crossover_position !== undefined)
     notes.push(`Without the cache, decode turns compute-bound at position ${sim.crossover_position}, where recomputing the sequence reaches the ridge of ${fmt(sim.machine.ridge_flop_per_byte, 0)} FLOP/byte.`);
-  if (sim.memory && sim.memory.fits === false) notes.push('The weights and KV cache do not fit in this hardware\'s memory.');
   $('sim-summary').replaceChildren(
     table('Predicted, with and without the KV cache', ['', 'KV cache', 'no KV cache'], rows),
     ...notes.map((n) => el('p', { class: 'result' }, n)));
+}
+
+// What each device must hold (weights, the KV cache at the last position,
+// activations) against its usable memory, and what the links cost a step.
+function renderSimFit(sim) {
+  const m = sim.memory.per_device, lay = sim.layout;
+  const scale = Math.max(m.total_bytes, m.usable_bytes);
+  const part = (cls, bytes) => el('div', { class: `part ${cls}`, style: { width: `${(100 * bytes) / scale}%` } });
+  const where = lay.devices > 1
+    ? `Each of ${lay.devices} devices (tensor parallel ${lay.tp} × pipeline ${lay.pp}, over ${lay.link.name})`
+    : 'One device';
+  const verdict = `${where} holds weights ${si(m.weight_bytes, 'B')} + KV cache ${si(m.kv_bytes, 'B')} + ` +
+    `activations ${si(m.activation_bytes, 'B')} = ${si(m.total_bytes, 'B')} of ${si(m.usable_bytes, 'B')} usable: `;
+  const parts = [
+    el('h3', {}, lay.devices > 1 ? 'Memory per device' : 'Memory'),
+    el('div', { class: `fit-bar${sim.memory.fits ? '' : ' over'}`, id: 'sim-fit-bar', role: 'img',
+      'aria-label': verdict + (sim.memory.fits ? 'fits' : 'does not fit') },
+    part('weights', m.weight_bytes), part('kv', m.kv_bytes), part('activations', m.activation_bytes),
+    el('div', { class: 'usable', style: { left: `${(100 * m.usable_bytes) / scale}%` } })),
+    el('p', { class: 'legend' }, el('span', { class: 'swatch weights' }), 'weights', el('span', { class: 'swatch kv' }),
+      'KV cache', el('span', { class: 'swatch activations' }), 'activations', el('span', { class: 'swatch usable' }),
+      'usable memory'),
+    el('p', { id: 'sim-fit-verdict' }, verdict,
+      el('span', { class: `fits${sim.memory.fits ? '' : ' over'}` }, sim.memory.fits ? 'fits.' : 'does not fit.')),
+  ];
+  const s = sim.memory.suggestion;
+  if (!sim.memory.fits && s) parts.push(el('p', {}, `The smallest layout that fits: tensor parallel ${s.tp} × pipeline ${s.pp}.`));
+  const last = sim.steps[sim.steps.length - 1].cached;
+  if (lay.devices > 1)
+    parts.push(el('p', { id: 'sim-link-time' }, `On the links: ${ms(last.comm_ms)} of the last cached step's ${ms(last.ms)} ` +
+      `(${pct(last.comm_ms / last.ms)}), and ${ms(sim.prefill.comm_ms)} of the prefill's ${ms(sim.prefill.ms)}.`));
+  $('sim-fit').replaceChildren(...parts);
 }
 
 // ---- Live race ------------------------------------------------------------------

@@ -47,6 +47,9 @@ class BatchRunner {
   // Non-null: every pass from now on adds its per-stage wall times to
   // `times` (model/stage_times.h); null stops it.
   void collect_stage_times(model::StageTimes* times) { ws_.stage_times = times; }
+  // Non-null: every forward pass from now on adds the cache positions its
+  // attention scored to `*n` (model/workspace.h); null stops it.
+  void count_attended(uint64_t* n) { ws_.attended = n; }
 
  private:
   const model::Model& model_;

@@ -69,6 +69,9 @@ class Session {
   // Non-null: every forward pass from now on adds its per-stage wall times
   // to `times` (model/stage_times.h); null stops it.
   void collect_stage_times(model::StageTimes* times) { runner_.collect_stage_times(times); }
+  // Non-null: every forward pass from now on adds the cache positions its
+  // attention scored, one per (token, KV head, layer, position), to `*n`.
+  void count_attended(uint64_t* n) { runner_.count_attended(n); }
 
  private:
   // Forwards history_[from..] at their positions (chunked by max_batch) and

@@ -136,6 +136,8 @@ void Model::attend(int layer, std::span<const BatchEntry> batch, const kv::Cache
       ws.attn_items.push_back({&ws.q[at], view(batch[t], g), batch[t].pos + 1, &ws.att[at],
                                c.first_visible(layer, batch[t].pos)});
     }
+  if (ws.attended)
+    for (const kernels::AttnItem& item : ws.attn_items) *ws.attended += uint64_t(item.n_pos - item.first);
   kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
 }
 

@@ -20,6 +20,11 @@ class Workspace {
   int max_tokens() const { return max_tokens_; }
   // Non-null: every forward pass adds its per-stage wall times here.
   StageTimes* stage_times = nullptr;
+  // Non-null: every forward pass adds the cache positions its attention
+  // scored, one per (token, KV head, layer, position): the work the kernels
+  // were handed, counted where they are called rather than recomputed from a
+  // formula (the lab's loop picture, server/lab.h).
+  uint64_t* attended = nullptr;
 
  private:
   friend class Model;

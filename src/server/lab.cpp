@@ -135,12 +135,51 @@ LabRequest parse_phases(const std::string& body, const tokenizer::Tokenizer& tok
 }
 
 Race::Race(const model::Model& m, const tokenizer::Tokenizer& tok, LabRequest req, const LabLimits& limits)
-    : req_(std::move(req)),
+    : model_(m),
+      tok_(tok),
+      req_(std::move(req)),
       cached_{"cached", engine::Session(m, session_options(req_, limits, true)), engine::OutputProcessor(tok, {}, false), {}, {}, {}},
-      naive_{"no_cache", engine::Session(m, session_options(req_, limits, false)), engine::OutputProcessor(tok, {}, false), {}, {}, {}} {}
+      naive_{"no_cache", engine::Session(m, session_options(req_, limits, false)), engine::OutputProcessor(tok, {}, false), {}, {}, {}} {
+  cached_.session.count_attended(&cached_.attended);
+  naive_.session.count_attended(&naive_.attended);
+}
+
+std::string Race::prompt_event() const {
+  json pieces = json::array();
+  for (const int32_t id : req_.prompt) pieces.push_back(tok_.piece(id, true));
+  return sse::event(dump(json{{"type", "prompt"}, {"tokens", pieces}, {"n", req_.n}}));
+}
+
+// What the engine ran for one token: the passes the session traced since
+// `first_pass` and the attention positions the model counted since
+// `attended_before`. Per counted (token, KV head, layer, position): each of
+// the G query heads of the group takes a head_dim dot product with K and
+// adds head_dim products of V (2 FLOPs per multiply-add, lab/cost/cost.h),
+// and the kernel reads one K and one V row of head_dim elements. The
+// softmax's few FLOPs per score are left out.
+json Race::work_since(const Mode& m, size_t first_pass, uint64_t attended_before) const {
+  const model::Config& c = model_.config();
+  const std::vector<engine::Step>& passes = m.session.trace().steps;
+  const double elem_bytes = m.session.cache().elem_bytes();
+  int rows = 0;
+  double weight_bytes = 0;
+  for (size_t p = first_pass; p < passes.size(); ++p) {
+    rows += passes[p].n_tokens;
+    weight_bytes += engine::pass_work(model_, passes[p].n_tokens, passes[p].n_past, elem_bytes).weight_bytes;
+  }
+  const double attended = double(m.attended - attended_before), hd = c.head_dim;
+  return {{"rows", rows},
+          {"first_row", first_pass < passes.size() ? passes[first_pass].n_past : 0},
+          {"attended", attended / (double(c.n_layer) * c.n_head_kv)},
+          {"attention_flops", attended * c.gqa_group() * 4.0 * hd},
+          {"kv_bytes", attended * 2.0 * hd * elem_bytes},
+          {"weight_bytes", weight_bytes}};
+}
 
 std::string Race::step(Mode& m) {
   const size_t i = m.tokens.size();
+  const size_t first_pass = m.session.trace().steps.size();
+  const uint64_t attended_before = m.attended;
   const auto t0 = engine::Clock::now();
   const std::span<const float> logits = i == 0 ? m.session.prefill(req_.prompt) : m.session.decode(m.tokens.back());
   const int32_t id = sample::argmax(logits);
@@ -158,7 +197,8 @@ std::string Race::step(Mode& m) {
                               {"position", req_.prompt.size() + i},
                               {"token", id},
                               {"token_text", piece},
-                              {"latency_ms", dt * 1e3}}));
+                              {"latency_ms", dt * 1e3},
+                              {"work", work_since(m, first_pass, attended_before)}}));
 }
 
 std::string Race::summary() const {
@@ -177,6 +217,10 @@ std::string Race::summary() const {
 
 std::string Race::next() {
   if (done_) return {};
+  if (!prompt_sent_) {
+    prompt_sent_ = true;
+    return prompt_event();
+  }
   try {
     if (int(naive_.tokens.size()) < req_.n)
       return step(cached_.tokens.size() == naive_.tokens.size() ? cached_ : naive_);

@@ -60,10 +60,22 @@ LabRequest parse_phases(const std::string& body, const tokenizer::Tokenizer& tok
 class Race {
  public:
   Race(const model::Model& m, const tokenizer::Tokenizer& tok, LabRequest req, const LabLimits& limits);
+  // The sessions count into their Mode's `attended`: the Race stays put.
+  Race(const Race&) = delete;
+  Race& operator=(const Race&) = delete;
 
-  // The SSE text of the next event: a token
+  // The SSE text of the next event: first the input
+  //   {"type":"prompt","tokens":[piece...],"n":N}
+  // (the chat-templated prompt, one piece per token, control tokens shown),
+  // then a token
   //   {"type":"token","mode":"cached"|"no_cache","index":i,"position":p,
-  //    "token":id,"token_text":...,"latency_ms":...}
+  //    "token":id,"token_text":...,"latency_ms":...,"work":{...}}
+  // where work is what the engine ran for that token: rows (tokens pushed
+  // through the layers; the first at position first_row), attended (cache
+  // positions scored per layer and KV head, counted by the model: see
+  // model/workspace.h), attention_flops (Q·K and P·V of every query head),
+  // kv_bytes (K and V rows the attention read) and weight_bytes (the
+  // matrices, once per forward pass: lab/bench/attribution.h);
   // and after the last one the summary
   //   {"type":"summary","prompt_tokens":P,"n":N,"identical":bool,"text":...,
   //    "cached":{...},"no_cache":{...},"decode_speedup":x}
@@ -80,12 +92,18 @@ class Race {
     std::vector<int32_t> tokens;
     std::vector<double> latency_s;
     std::string text;
+    uint64_t attended = 0;  // the session's count (model/workspace.h)
   };
   std::string step(Mode& m);
+  nlohmann::json work_since(const Mode& m, size_t first_pass, uint64_t attended_before) const;
+  std::string prompt_event() const;
   std::string summary() const;
 
+  const model::Model& model_;
+  const tokenizer::Tokenizer& tok_;
   LabRequest req_;
   Mode cached_, naive_;
+  bool prompt_sent_ = false;
   bool done_ = false;
 };
 

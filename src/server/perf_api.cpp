@@ -6,7 +6,9 @@
 #include "lab/diagnose/diagnose.h"
 #include "lab/diagnose/grade.h"
 #include "lab/hardware/hardware.h"
+#include "lab/hardware/interconnect.h"
 #include "lab/report/report.h"
+#include "lab/simulate/layout.h"
 #include "lab/simulate/model_catalog.h"
 #include "lab/simulate/serving.h"
 #include "lab/simulate/simulate.h"
@@ -98,6 +100,13 @@ std::string simulate_request(const std::string& body) {
   if (compute != "auto") opt.compute = perf::parse_precision(compute);
   opt.with_cache = !get_or<bool>(j, "no_kv_cache", false);
   opt.eff = perf::efficiency_for(hw, opt.weights, opt.kv, m.config);  // measured for a probed "this"
+  // Each checked here, so that the product make_layout checks (tp·pp <=
+  // kMaxDevices) cannot overflow. "" takes the hardware's own link.
+  const int64_t tp = get_or<int64_t>(j, "tp", 1), pp = get_or<int64_t>(j, "pp", 1);
+  if (tp < 1 || pp < 1 || tp > perf::kMaxDevices || pp > perf::kMaxDevices)
+    throw Error("'tp' and 'pp' must each be in [1, " + std::to_string(perf::kMaxDevices) + "], got tp " +
+                std::to_string(tp) + ", pp " + std::to_string(pp));
+  opt.layout = perf::make_layout(int(tp), int(pp), get_or<std::string>(j, "link", ""), hw);
   if (const auto serve = j.find("serve"); serve != j.end() && !serve->is_null())
     return perf::render_serving(perf::simulate_serving(m.id, m.config, hw, opt, serve_options(*serve)),
                                 perf::Format::Json);
@@ -133,13 +142,15 @@ std::string diagnose_request(const std::string& body) {
 }
 
 std::string catalog_response() {
-  json models = json::array(), hardware = json::array();
+  json models = json::array(), hardware = json::array(), links = json::array();
   for (const perf::ModelEntry& m : perf::model_catalog())
     models.push_back({{"id", m.id}, {"name", m.config.name}, {"layers", m.config.n_layer}});
   for (const perf::Hardware& h : perf::hardware_catalog())
     hardware.push_back({{"id", h.id}, {"name", h.name}, {"kind", perf::hw_kind_name(h.kind)}});
+  for (const perf::Link& l : perf::link_catalog()) links.push_back({{"id", l.id}, {"name", l.name}});
   return dump(json{{"models", models},
                    {"hardware", hardware},
+                   {"links", links},
                    {"defaults", {{"model", "llama-3.1-8b"}, {"hw", "h100"}}}});
 }
 

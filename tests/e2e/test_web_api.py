@@ -1,6 +1,7 @@
 """The endpoints behind the web page of `kvlab serve` (started by run.sh; URL
 in KVLAB_E2E_URL): the page and its static files, /api/catalog, the live race
-(/api/race, SSE) and the phases timeline (/api/phases)."""
+(/api/race, SSE), the phases timeline (/api/phases) and the simulator's
+layout fields (/api/simulate's tp, pp and link)."""
 import json
 import os
 import time
@@ -34,7 +35,8 @@ def test_page_and_static_files():
     r = requests.get(URL + "/", timeout=10)
     assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html")
     assert "/static/app.js" in r.text and "/static/chart.js" in r.text
-    for name, kind in (("app.js", "text/javascript"), ("style.css", "text/css")):
+    assert "/static/loop.js" in r.text
+    for name, kind in (("app.js", "text/javascript"), ("loop.js", "text/javascript"), ("style.css", "text/css")):
         r = requests.get(URL + "/static/" + name, timeout=10)
         assert r.status_code == 200 and r.headers["Content-Type"].startswith(kind) and r.text
     # Debian's libjs-chart.js, installed by scripts/install-deps.sh
@@ -52,6 +54,7 @@ def test_catalog():
     assert "llama-3.1-8b" in [m["id"] for m in c["models"]]
     assert {"h100", "a100"} <= {h["id"] for h in c["hardware"]}
     assert all(h["name"] for h in c["hardware"])
+    assert {"nvlink4", "pcie5"} <= {link["id"] for link in c["links"]}
 
 
 # ---- /api/race -------------------------------------------------------------------------
@@ -62,7 +65,9 @@ def test_race_stream():
     events = list(sse_events(r))
     assert events[-1] == "[DONE]"
     parsed = [json.loads(e) for e in events[:-1]]
-    tokens, summary = parsed[:-1], parsed[-1]
+    prompt, tokens, summary = parsed[0], parsed[1:-1], parsed[-1]
+    assert prompt["type"] == "prompt" and prompt["n"] == 3
+    assert len(prompt["tokens"]) == summary["prompt_tokens"] and "Why" in "".join(prompt["tokens"])
     # one token of each mode in turn
     assert [(t["mode"], t["index"]) for t in tokens] == [
         (m, i) for i in range(3) for m in ("cached", "no_cache")]
@@ -78,6 +83,13 @@ def test_race_stream():
         s = summary[mode]
         assert s["ttft_ms"] > 0 and s["decode_tok_s"] > 0 and s["tok_s"] > 0 and s["total_ms"] >= s["ttft_ms"]
     assert summary["decode_speedup"] > 0
+    # The work of each token: one new row with the cache after the prefill, every row without.
+    for t in tokens:
+        w = t["work"]
+        assert w["first_row"] + w["rows"] == t["position"]
+        assert w["rows"] == (1 if t["mode"] == "cached" and t["index"] > 0 else t["position"])
+        assert w["attended"] == sum(r + 1 for r in range(w["first_row"], t["position"]))
+        assert w["attention_flops"] > 0 and w["kv_bytes"] > 0 and w["weight_bytes"] > 0
 
 
 def test_race_argument_errors():
@@ -149,3 +161,30 @@ def test_phases_argument_errors():
     check_error(post({"prompt": "hi", "n": 1000}), 400, param="n")
     check_error(post({"prompt": "hi", "no_kv_cache": "yes"}), 400, param="no_kv_cache")
     check_error(requests.post(URL + "/api/phases", data=b"{", headers={"Content-Type": "application/json"}), 400)
+
+
+# ---- /api/simulate over several devices -------------------------------------------------
+
+def simulate(**body):
+    return requests.post(URL + "/api/simulate", json={"model": "llama-3.1-70b", "hw": "h100", "gen": 4, **body},
+                         timeout=30)
+
+
+def test_simulate_layout():
+    one, two = simulate().json(), simulate(tp=2).json()
+    assert one["layout"] == {"tp": 1, "pp": 1, "devices": 1, "link": None}
+    assert two["layout"]["tp"] == 2 and two["layout"]["link"]["id"] == "nvlink4"  # the H100's own
+    assert one["memory"]["fits"] is False and two["memory"]["fits"] is True
+    share = two["memory"]["per_device"]["weight_bytes"] / one["memory"]["per_device"]["weight_bytes"]
+    assert 0.5 <= share < 0.51, share  # the matrices halved; the small norms kept whole on each device
+    assert one["steps"][-1]["cached"]["comm_ms"] == 0 < two["steps"][-1]["cached"]["comm_ms"]
+    pcie = simulate(tp=2, pp=2, link="pcie5").json()
+    assert pcie["layout"]["devices"] == 4 and pcie["layout"]["link"]["id"] == "pcie5"
+    assert pcie["steps"][-1]["cached"]["comm_ms"] > two["steps"][-1]["cached"]["comm_ms"]  # a slower link
+
+
+def test_simulate_layout_errors():
+    for body in ({"tp": 0}, {"pp": -1}, {"tp": 64, "pp": 2}, {"tp": 99999999999}, {"tp": 2, "link": "carrier-pigeon"}):
+        check_error(simulate(**body), 400)
+    for body in ({"tp": "2"}, {"link": 4}):
+        check_error(simulate(**body), 400, code="invalid_type")

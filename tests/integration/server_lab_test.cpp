@@ -1,6 +1,6 @@
 // The web page's live measurements (server/lab.h) on the tiny shared model:
-// the race's event order and identical tokens, its argument checks, and the
-// phases timeline.
+// the race's event order and identical tokens, the work it counts, its
+// argument checks, and the phases timeline.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -40,23 +40,53 @@ TEST(ServerLab, RaceAlternatesModesWithIdenticalTokens) {
     ASSERT_FALSE(got.empty());
     events.insert(events.end(), got.begin(), got.end());
   }
-  ASSERT_EQ(events.size(), size_t(2 * n + 2));  // tokens, summary, [DONE]
+  ASSERT_EQ(events.size(), size_t(2 * n + 3));  // the prompt, tokens, summary, [DONE]
   EXPECT_EQ(events.back(), "[DONE]");
-  const json& summary = events[2 * n];
+  const json& summary = events[2 * n + 1];
   EXPECT_EQ(summary["type"], "summary");
   EXPECT_TRUE(summary["identical"].get<bool>());
+  const int prompt = summary["prompt_tokens"].get<int>();
+  EXPECT_EQ(events[0]["type"], "prompt");
+  EXPECT_EQ(events[0]["tokens"].size(), size_t(prompt));
   std::string text;
   for (int i = 0; i < 2 * n; ++i) {
-    const json& e = events[size_t(i)];
+    const json& e = events[size_t(i + 1)];
     EXPECT_EQ(e["mode"], i % 2 ? "no_cache" : "cached");
     EXPECT_EQ(e["index"], i / 2);
-    EXPECT_EQ(e["position"], summary["prompt_tokens"].get<int>() + i / 2);
+    EXPECT_EQ(e["position"], prompt + i / 2);
     EXPECT_GT(e["latency_ms"].get<double>(), 0);
-    if (i % 2) EXPECT_EQ(e["token"], events[size_t(i - 1)]["token"]);
+    if (i % 2) EXPECT_EQ(e["token"], events[size_t(i)]["token"]);
     else text += e["token_text"].get<std::string>();
   }
   EXPECT_EQ(summary["text"], text);
   EXPECT_EQ(race.next(), "");  // finished: nothing more to send
+}
+
+// What the engine ran for each token, as the race reports it: with the cache
+// the prefill's triangle and then one row per step, each row attending to
+// every position up to its own (the tiny model has no sliding window);
+// without it, every step reruns all rows.
+TEST(ServerLab, RaceCountsTheWorkTheEngineRan) {
+  const test::LoadedModel& lm = test::load_model(test::kStories);
+  const model::Config& c = lm.model->config();
+  server::Race race(*lm.model, *lm.tok, server::parse_race("Once upon a time", "4", *lm.tok, kLimits), kLimits);
+  auto triangle = [](double rows_from, double rows_to) {  // sum of r + 1 over rows [from, to)
+    return (rows_to * (rows_to + 1) - rows_from * (rows_from + 1)) / 2;
+  };
+  while (!race.done())
+    for (const json& e : payloads(race.next())) {
+      if (!e.is_object() || e["type"] != "token") continue;
+      const json& w = e["work"];
+      const int end = e["position"].get<int>(), first = w["first_row"].get<int>();
+      const bool one_row = e["mode"] == "cached" && e["index"].get<int>() > 0;
+      EXPECT_EQ(first, one_row ? end - 1 : 0) << e.dump();
+      EXPECT_EQ(w["rows"].get<int>(), end - first) << e.dump();
+      EXPECT_DOUBLE_EQ(w["attended"].get<double>(), triangle(first, end)) << e.dump();
+      const double counted = triangle(first, end) * c.n_layer * c.n_head_kv;
+      EXPECT_DOUBLE_EQ(w["attention_flops"].get<double>(), counted * c.gqa_group() * 4.0 * c.head_dim);
+      EXPECT_GT(w["kv_bytes"].get<double>(), 0);
+      EXPECT_GT(w["weight_bytes"].get<double>(), 0);
+    }
 }
 
 server::ApiError race_error(const std::optional<std::string>& prompt, const std::optional<std::string>& n) {
