@@ -7,6 +7,13 @@
 #   scripts/oracle-env.sh
 #   ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py
 #
+#   scripts/oracle-env.sh --llama-perplexity
+#     also builds llama.cpp's own `llama-perplexity` tool from the llama.cpp
+#     source the pinned llama-cpp-python sdist vendors (the same llama.cpp as
+#     the venv's), with the same flags, into ${VENV}/bin/llama-perplexity: the
+#     reference engine of `kvlab perplexity --kl-divergence` (bench/kld).
+#     Optional, like the rest of the oracle: no test needs it.
+#
 # Environment overrides:
 #   KVLAB_ORACLE_VENV   venv path                (default: ~/.cache/kvlab/oracle-venv)
 #   PYTHON              interpreter for the venv (default: python3)
@@ -39,6 +46,13 @@ ORACLE_CFLAGS="${KVLAB_ORACLE_CFLAGS-$DEFAULT_CFLAGS}"
 VENV="${KVLAB_ORACLE_VENV:-${HOME}/.cache/kvlab/oracle-venv}"
 PY="${PYTHON:-python3}"
 INFO_FILE="${VENV}/kvlab-oracle-build.env"
+
+WANT_LLAMA_PERPLEXITY=0
+case "${1:-}" in
+    "") ;;
+    --llama-perplexity) WANT_LLAMA_PERPLEXITY=1 ;;
+    *) echo "usage: scripts/oracle-env.sh [--llama-perplexity]" >&2; exit 2 ;;
+esac
 
 log() { echo "oracle-env: $*" >&2; }
 die() { echo "oracle-env: error: $*" >&2; exit 1; }
@@ -74,8 +88,45 @@ ensure_gguf() {
         || die "pip install of gguf==${GGUF_PY_VERSION} failed"
 }
 
+# llama-perplexity, from the vendored llama.cpp of the pinned sdist. Its
+# build record (flags and version) decides whether it is current, as the venv's.
+LLAMA_PERPLEXITY="${VENV}/bin/llama-perplexity"
+llama_perplexity_record() {
+    printf 'LLAMA_CPP_PYTHON_VERSION=%s\n' "$LLAMA_CPP_PYTHON_VERSION"
+    wanted_flags
+}
+ensure_llama_perplexity() {
+    [[ "$WANT_LLAMA_PERPLEXITY" == 1 ]] || return 0
+    if [[ -x "$LLAMA_PERPLEXITY" && "$(cat "${LLAMA_PERPLEXITY}.build.env" 2>/dev/null)" == "$(llama_perplexity_record)" ]]; then
+        return 0
+    fi
+    command -v cmake >/dev/null 2>&1 || die "llama-perplexity needs cmake on the PATH"
+    local work="${VENV}/llama-perplexity-src"
+    rm -rf -- "$work" && mkdir -p -- "$work"
+    log "downloading the llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION} sdist for its vendored llama.cpp"
+    "${VENV}/bin/python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+        -d "$work" "llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION}" || die "pip download of the sdist failed"
+    tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
+    local src
+    src="$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)"
+    [[ -f "${src}/tools/perplexity/perplexity.cpp" ]] || die "the sdist has no vendor/llama.cpp/tools/perplexity"
+    log "building llama-perplexity (CMAKE_ARGS='${ORACLE_CMAKE_ARGS}', CFLAGS='${ORACLE_CFLAGS}'; ~10 minutes on 2 cores)"
+    # shellcheck disable=SC2086  # the recorded args are a word list
+    CFLAGS="$ORACLE_CFLAGS" CXXFLAGS="$ORACLE_CFLAGS" \
+        cmake -S "$src" -B "${work}/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+        -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF \
+        $ORACLE_CMAKE_ARGS >/dev/null || die "cmake configure of llama.cpp failed"
+    nice -n 10 cmake --build "${work}/build" --target llama-perplexity -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+        || die "the llama-perplexity build failed"
+    install -m 755 "${work}/build/bin/llama-perplexity" "$LLAMA_PERPLEXITY"
+    llama_perplexity_record >"${LLAMA_PERPLEXITY}.build.env"
+    rm -rf -- "$work"
+    log "built ${LLAMA_PERPLEXITY}"
+}
+
 if is_current; then
     ensure_gguf
+    ensure_llama_perplexity
     echo "oracle-env: ${VENV} ready (llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION})"
     exit 0
 fi
@@ -91,6 +142,7 @@ if command -v flock >/dev/null 2>&1; then
     flock 9
     if is_current; then
         ensure_gguf
+        ensure_llama_perplexity
         echo "oracle-env: ${VENV} ready (built by a concurrent run)"
         exit 0
     fi
@@ -128,4 +180,5 @@ ensure_gguf
     echo "CXX=$(c++ --version | head -n1)"
     echo "BUILT_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 } >"$INFO_FILE"
+ensure_llama_perplexity
 echo "oracle-env: ${VENV} ready (llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION}, built)"

@@ -67,6 +67,14 @@ std::span<const float> Session::prefill(std::span<const int32_t> ids) {
 }
 
 std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
+  std::vector<double> out(ids.size() > skip + 1 ? ids.size() - skip - 1 : 0);
+  score_rows(ids, skip, [&](size_t i, std::span<const float> logits) {
+    out[i] = token_logprob(logits, ids[skip + i + 1]);
+  });
+  return out;
+}
+
+void Session::score_rows(std::span<const int32_t> ids, size_t skip, const ScoredRow& row) {
   if (ids.size() < skip + 2) throw Error("scoring needs at least two tokens past the skipped ones");
   if (history_.size() + ids.size() > size_t(opt_.n_ctx))
     throw Error(std::to_string(ids.size()) + " tokens do not fit the context of " + std::to_string(opt_.n_ctx) +
@@ -80,7 +88,6 @@ std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
   if (!opt_.kv_cache) runner_.cache().clear(0);
   history_.insert(history_.end(), ids.begin(), ids.end());
   const size_t last = history_.size() - 1;
-  std::vector<double> out(last - scored_from);
   for (size_t start = opt_.kv_cache ? from : 0; start < history_.size(); start += chunk) {
     const size_t end = std::min(history_.size(), start + chunk);
     const std::span<const float> logits = pass(start, end, scored_from, Phase::Prefill);
@@ -88,13 +95,9 @@ std::vector<double> Session::score(std::span<const int32_t> ids, size_t skip) {
     // that asked for logits, in order).
     const size_t first_row = std::max(start, scored_from);
     const size_t rows_end = std::min(end, last), rows = rows_end > first_row ? rows_end - first_row : 0;
-    runner_.pool().for_each(rows, [&](size_t r, int) {
-      const size_t i = first_row + r;
-      out[i - scored_from] = token_logprob(logits.subspan(r * V, V), history_[i + 1]);
-    });
+    runner_.pool().for_each(rows, [&](size_t r, int) { row(first_row + r - scored_from, logits.subspan(r * V, V)); });
   }
   if (!opt_.kv_cache) runner_.cache().clear(0);
-  return out;
 }
 
 std::span<const float> Session::verify(std::span<const int32_t> ids) {

@@ -11,6 +11,7 @@
 //                then drops the rejected ones
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -44,6 +45,13 @@ class Session {
   // or other sampling transform). The LM head runs on every scored position,
   // in passes whose logits stay under kScoreLogitBytes.
   std::vector<double> score(std::span<const int32_t> ids, size_t skip = 0);
+  // What score() reads: appends `ids` as score() does and calls row(i,
+  // logits) for each scored position, i as in score()'s out[i], `logits`
+  // the n_vocab raw logits that predict ids[skip+i+1]. Called from the
+  // thread pool's workers, several rows at once; a row's span is valid only
+  // during its call.
+  using ScoredRow = std::function<void(size_t i, std::span<const float> logits)>;
+  void score_rows(std::span<const int32_t> ids, size_t skip, const ScoredRow& row);
   // Appends `ids` (1 to max_batch of them) in one forward pass and returns
   // the logits after each: row i (n_vocab floats at i * n_vocab) follows
   // ids[i]. A row equals the logits decode() would give at that position:

@@ -206,6 +206,13 @@ TEST(CliErrors, BadOptions) {
   // for as much.
   expect_one_line_error(run_kvlab("perplexity -m " + tiny + " -f " + std::string(KVLAB_SOURCE_DIR) + "/tests/golden/perplexity-text.txt -c 2048"),
                         "the text has 3137 tokens; perplexity at a context of 2048 needs at least 4096 (lower -c)");
+  // --kl-divergence: a base that is not one, and a text beside the base's.
+  const std::string text = std::string(KVLAB_SOURCE_DIR) + "/tests/golden/perplexity-text.txt";
+  expect_one_line_error(run_kvlab("perplexity -m " + tiny + " --kl-divergence --kl-divergence-base " + text),
+                        text + " is not a llama-perplexity logits file (no \"_logits_\" header)");
+  expect_one_line_error(run_kvlab("perplexity -m " + tiny + " -f " + text + " --kl-divergence --kl-divergence-base " + text),
+                        "--kl-divergence reads its tokens from the base file: leave -f out");
+  expect_one_line_error(run_kvlab("perplexity -m " + tiny), "perplexity needs a text (-f), or --kl-divergence to compare against a base");
   // quantize into a directory: refused after writing, the temporary file removed.
   const std::string dir = scratch().path.string();
   expect_one_line_error(run_kvlab("quantize " + tiny + " " + dir + " --type f16"),

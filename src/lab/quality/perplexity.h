@@ -10,6 +10,8 @@
 //  - PPL = exp(mean NLL) over every scored token of every chunk, and its
 //    uncertainty PPL * sqrt(var(NLL) / (n - 1)), the standard error of the
 //    mean NLL carried through exp (first order).
+// The chunking (Chunks, score_chunk) is shared with the KL divergence
+// against a base model's log-probabilities (lab/quality/kl_divergence.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,6 +21,27 @@
 #include "engine/session.h"
 
 namespace kvlab::engine {
+
+// llama-perplexity's chunks of a token sequence.
+struct Chunks {
+  int n_ctx = 0;  // tokens per chunk
+  int count = 0;  // chunks scored
+  size_t first_scored() const { return size_t(n_ctx) / 2; }
+  // Predictions scored per chunk: those after positions n_ctx/2 .. n_ctx-2.
+  size_t scored_per_chunk() const { return size_t(n_ctx) - 1 - first_scored(); }
+};
+
+// `max_chunks` < 0: every whole chunk. Throws kvlab::Error when there are
+// fewer than 2 * n_ctx tokens (one chunk would score half a context;
+// llama.cpp asks for the same), when n_ctx is under 4, or max_chunks is 0.
+Chunks plan_chunks(int n_ctx, size_t n_tokens, int max_chunks);
+
+// Runs chunk `c` of `tokens` as a fresh sequence (its first token replaced
+// by `bos` where bos >= 0) and calls row(j, logits) for each scored
+// prediction j of it (Session::score_rows: several at once). Returns the
+// seconds its forward passes took.
+double score_chunk(Session& session, const Chunks& chunks, std::span<const int32_t> tokens, int c, int32_t bos,
+                   const Session::ScoredRow& row);
 
 struct PerplexityResult {
   int chunks = 0;
@@ -32,11 +55,12 @@ struct PerplexityResult {
   double tok_s() const { return seconds > 0 ? double(chunks) * tokens_per_chunk / seconds : 0.0; }
 };
 
-// `bos` < 0: the model adds no BOS. `max_chunks` < 0: every whole chunk.
-// Throws kvlab::Error when the text has fewer than 2 * n_ctx tokens (one
-// chunk would score half a context; llama.cpp asks for the same), or when
-// n_ctx is under 4. `on_chunk(i, running ppl)` reports progress.
+// `bos` < 0: the model adds no BOS. `max_chunks` and the errors: as
+// plan_chunks at the session's context. `on_chunk(i, running ppl)` reports
+// progress; `on_row(j, logits)` sees each scored row of the chunk under way
+// (as score_chunk's `row`), before that chunk's on_chunk.
 PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens, int32_t bos, int max_chunks,
-                            const std::function<void(int, double)>& on_chunk = {});
+                            const std::function<void(int, double)>& on_chunk = {},
+                            const Session::ScoredRow& on_row = {});
 
 }  // namespace kvlab::engine
