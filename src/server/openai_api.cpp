@@ -115,7 +115,8 @@ json completion_response(const ParsedRequest& r, const std::string& id, int64_t 
     json choice = {{"index", i}, {"logprobs", logprobs_json(r, c.logprobs)}, {"finish_reason", c.finish_reason}};
     if (r.endpoint != Endpoint::Chat) {
       choice["text"] = c.text;
-    } else if (auto calls = r.tool_calls && c.finish_reason == "stop" ? tool_calls_of(c.text) : std::nullopt) {
+    } else if (auto calls = r.tool_format && c.finish_reason == "stop" ? tool_calls_of(c.text, *r.tool_format)
+                                                                  : std::nullopt) {
       choice["message"] = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(*calls)}};
       choice["finish_reason"] = "tool_calls";
     } else {

@@ -10,6 +10,7 @@
 
 #include "engine/handle.h"
 #include "engine/request.h"
+#include "server/tool_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kvlab::server {
@@ -50,9 +51,10 @@ struct ParsedRequest {
   int n = 1;
   bool stream = false;
   bool include_usage = false;
-  // tools: a reply that is a tool call (server/tool_calls.h) comes back as
-  // message.tool_calls with finish_reason "tool_calls".
-  bool tool_calls = false;
+  // tools: the format of their calls (server/tool_format.h), null without
+  // tools. A reply that is a tool call comes back as message.tool_calls with
+  // finish_reason "tool_calls".
+  const ToolFormat* tool_format = nullptr;
   std::string model;  // as echoed in responses
 };
 

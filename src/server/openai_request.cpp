@@ -73,7 +73,20 @@ std::string message_content(const json& c, size_t i) {
   fail("'content' must be a string or an array of text parts", param, "invalid_type");
 }
 
-tokenizer::ChatMessage chat_message(const json& msg, size_t i) {
+// The function a tool result answers: the earlier call with its id.
+std::string called_function(const std::vector<tokenizer::ChatMessage>& earlier, const std::string& id) {
+  for (auto m = earlier.rbegin(); m != earlier.rend(); ++m)
+    if (m->tool_calls.is_array())
+      for (const auto& call : m->tool_calls)
+        if (call["id"] == id) return call["function"]["name"].get<std::string>();
+  return "";
+}
+
+// Message i as the template gets it. With `in_template` tool turns keep
+// their structure (server/tool_format.h); otherwise they become plain
+// messages the template knows (server/tool_calls.h).
+tokenizer::ChatMessage chat_message(const json& msg, size_t i, bool in_template,
+                                    const std::vector<tokenizer::ChatMessage>& earlier) {
   const std::string p = "messages[" + std::to_string(i) + "]";
   if (!msg.is_object()) fail(p + " must be an object", p, "invalid_type");
   if (!msg.contains("role") || !msg["role"].is_string()) fail(p + ".role must be a string", p + ".role", "invalid_type");
@@ -81,27 +94,34 @@ tokenizer::ChatMessage chat_message(const json& msg, size_t i) {
   if (role == "developer") role = "system";
   if (role != "system" && role != "user" && role != "assistant" && role != "tool")
     fail("unsupported role '" + role + "'", p + ".role", "invalid_value");
-  std::string content = message_content(msg.contains("content") ? msg["content"] : json(), i);
-  // Tool turns as plain messages the template knows (server/tool_calls.h).
-  if (role == "assistant" && field(msg, "tool_calls")) content += render_tool_calls(msg["tool_calls"], p + ".tool_calls");
+  tokenizer::ChatMessage out{role, message_content(msg.contains("content") ? msg["content"] : json(), i)};
+  if (role == "assistant" && field(msg, "tool_calls")) {
+    if (in_template) out.tool_calls = parse_tool_calls(msg["tool_calls"], p + ".tool_calls");
+    else out.content += render_tool_calls(msg["tool_calls"], p + ".tool_calls");
+  }
   if (role == "tool") {
     const json* id = field(msg, "tool_call_id");
     if (!id || !id->is_string()) fail(p + ".tool_call_id must be a string", p + ".tool_call_id", "invalid_type");
-    return {"user", "Result of the tool call " + id->get<std::string>() + ": " + content};
+    if (!in_template) return {"user", "Result of the tool call " + id->get<std::string>() + ": " + out.content};
+    out.tool_call_id = id->get<std::string>();
+    out.name = called_function(earlier, out.tool_call_id);
   }
-  return {role, content};
+  return out;
 }
 
-std::vector<int32_t> chat_prompt(const json& j, const tokenizer::Tokenizer& tok, const std::optional<ToolRequest>& tools) {
+std::vector<int32_t> chat_prompt(const json& j, const tokenizer::Tokenizer& tok, const std::optional<ToolRequest>& tools,
+                                 const ToolFormat& format) {
   const json* m = field(j, "messages");
   if (!m) fail("'messages' is required", "messages", "missing_required_parameter");
   if (!m->is_array() || m->empty()) fail("'messages' must be a non-empty array", "messages", "invalid_type");
   std::vector<tokenizer::ChatMessage> msgs;
-  for (size_t i = 0; i < m->size(); ++i) msgs.push_back(chat_message((*m)[i], i));
-  if (tools) add_tools_prompt(*tools, msgs);
+  for (size_t i = 0; i < m->size(); ++i) msgs.push_back(chat_message((*m)[i], i, format.in_template, msgs));
+  tokenizer::ChatOptions options;
+  if (tools && format.in_template) options.tools = tools->openai;
+  else if (tools) add_tools_prompt(*tools, msgs);
   std::string prompt;
   try {
-    prompt = tok.apply_chat(msgs);
+    prompt = tok.apply_chat(msgs, options);
   } catch (const Error& e) {  // the template refused the conversation (raise_exception), or failed on it
     fail(e.what(), "messages", "invalid_value");
   }
@@ -168,16 +188,18 @@ void refuse_unsupported(Endpoint ep, const json& j) {
 
 // The reply's grammar: response_format or `grammar` (server/output_grammar.h),
 // or the tool calls' (server/tool_calls.h), from the body parsed again,
-// ordered, where a schema may need its properties' order. Sets r.tool_calls.
-std::optional<ToolRequest> constrain(Endpoint ep, const json& j, const std::string& body, ParsedRequest& r) {
+// ordered, where a schema may need its properties' order. Sets
+// r.tool_format: the model's own (server/tool_format.h).
+std::optional<ToolRequest> constrain(Endpoint ep, const json& j, const std::string& body,
+                                     const tokenizer::Tokenizer& tok, ParsedRequest& r) {
   if (!j.contains("response_format") && !j.contains("grammar") && !j.contains("tools")) return std::nullopt;
   const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
   r.gen.grammar = output_grammar(ordered);
   std::optional<ToolRequest> tools = ep == Endpoint::Chat ? parse_tools(ordered) : std::nullopt;
   if (!tools) return tools;
   if (r.gen.grammar) fail("'tools' and a JSON response_format or 'grammar' exclude each other", "tools", "invalid_value");
-  r.gen.grammar = tools_grammar(*tools);
-  r.tool_calls = true;
+  r.tool_format = &model_tool_format(tok);
+  r.gen.grammar = tools_grammar(*tools, *r.tool_format);
   return tools;
 }
 
@@ -383,13 +405,15 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   r.gen.echo = echo_flag(ep, j);
   if (auto lp = ep == Endpoint::Completions ? completion_logprobs(j) : chat_logprobs(j)) r.gen.logprobs = *lp;
   refuse_unsupported(ep, j);
-  const std::optional<ToolRequest> tools = constrain(ep, j, body, r);
+  const std::optional<ToolRequest> tools = constrain(ep, j, body, tok, r);
   parse_stream(j, r);
   parse_sampling(j, tok, r.gen.sampling);
   r.gen.ignore_eos = boolean(j, "ignore_eos").value_or(false);
   r.gen.stop = stop_sequences(j);
   const std::optional<int64_t> max = max_tokens(ep, j, r.gen.echo, limits.n_ctx);
-  r.gen.prompt = ep == Endpoint::Chat ? chat_prompt(j, tok, tools) : completion_prompt(j, tok);
+  // Tool turns follow the model's format even in a request without tools.
+  r.gen.prompt = ep == Endpoint::Chat ? chat_prompt(j, tok, tools, r.tool_format ? *r.tool_format : model_tool_format(tok))
+                                      : completion_prompt(j, tok);
   const int room = room_after_prompt(ep, r.gen.prompt.size(), limits.n_ctx);
   // OpenAI's completions default is 16; chat runs to the end of the context.
   r.gen.max_tokens = int(std::min<int64_t>(max.value_or(ep == Endpoint::Chat ? room : 16), room));

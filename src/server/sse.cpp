@@ -42,10 +42,11 @@ bool SseStream::send_roles(http::Reply& reply) {
 }
 
 bool SseStream::is_tool_call(int index, const Handle::Update& u) {
-  if (!request_.tool_calls || text_sent_[size_t(index)]) return false;
+  if (!request_.tool_format || text_sent_[size_t(index)]) return false;
   std::optional<ToolCallStream>& call = calls_[size_t(index)];
   if (!call && !u.text.empty()) {
-    if (u.text[0] == kToolCallMarker[0]) call.emplace();  // text may not start so: a call
+    // Text may not start as a call does (server/tool_calls.h).
+    if (u.text[0] == request_.tool_format->opening()[0]) call.emplace(*request_.tool_format);
     else text_sent_[size_t(index)] = true;
   }
   return call.has_value();

@@ -1,9 +1,6 @@
 #include "server/tool_call_stream.h"
 
-#include <cstring>
 #include <random>
-
-#include "server/tool_calls.h"
 
 namespace kvlab::server {
 namespace {
@@ -20,7 +17,19 @@ std::string new_call_id() {
   return id;
 }
 
+// The format's literals between calls, without blanks: the grammar lets
+// schema-ws stand between them, so blanks are not compared.
+std::string without_blanks(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    if (!blank(c)) out += c;
+  return out;
+}
+
 }  // namespace
+
+ToolCallStream::ToolCallStream(const ToolFormat& format)
+    : opening_(format.opening()), closing_(without_blanks(std::string(format.call_close) + std::string(format.close))) {}
 
 std::vector<json> ToolCallStream::feed(std::string_view text) {
   std::vector<json> out;
@@ -29,27 +38,25 @@ std::vector<json> ToolCallStream::feed(std::string_view text) {
   return out;
 }
 
+bool ToolCallStream::done() const { return phase_ == Phase::AfterCall && after_call_ == closing_; }
+
+void ToolCallStream::start_call() {
+  ++index_;
+  name_.clear();
+  phase_ = Phase::BeforeName;
+}
+
 void ToolCallStream::step(char c, std::vector<json>& out) {
   switch (phase_) {
-    case Phase::Marker:
-      if (c != kToolCallMarker[marker_seen_]) phase_ = Phase::Text;
-      else if (++marker_seen_ == std::strlen(kToolCallMarker)) phase_ = Phase::Open;
-      return;
-    case Phase::Open:
-      if (c == '[') phase_ = Phase::BeforeCall;
-      return;
-    case Phase::BeforeCall:
-      if (c == '{') {
-        ++index_;
-        name_.clear();
-        phase_ = Phase::BeforeName;
-      }
+    case Phase::Opening:  // the format's literals, then the first call's '{'
+      if (c != opening_[opening_seen_]) phase_ = Phase::Text;
+      else if (++opening_seen_ == opening_.size()) start_call();
       return;
     case Phase::BeforeName:  // "name" and its colon: no colon before it
       if (c == ':') phase_ = Phase::Name;
       return;
     case Phase::Name: return name_char(c, out);
-    case Phase::BeforeArguments:  // "," "arguments" and its colon
+    case Phase::BeforeArguments:  // "," the arguments' key and its colon
       if (c == ':') {
         phase_ = Phase::Arguments;
         started_ = in_string_ = escaped_ = false;
@@ -57,11 +64,16 @@ void ToolCallStream::step(char c, std::vector<json>& out) {
       }
       return;
     case Phase::Arguments: return arguments_char(c, out);
-    case Phase::AfterCall:  // the call's '}', then ',' or the array's ']'
-      if (c == ',') phase_ = Phase::BeforeCall;
-      if (c == ']') phase_ = Phase::Done;
+    case Phase::AfterArguments:  // blanks, then the call's '}'
+      if (c == '}') {
+        after_call_.clear();
+        phase_ = Phase::AfterCall;
+      }
       return;
-    case Phase::Done:
+    case Phase::AfterCall:  // call_close, then close or separator + call_open and the next '{'
+      if (c == '{') start_call();
+      else if (!blank(c)) after_call_ += c;
+      return;
     case Phase::Text: return;
   }
 }
@@ -90,7 +102,7 @@ void ToolCallStream::arguments_char(char c, std::vector<json>& out) {
   if (!started_ && blank(c)) return;
   if (started_ && depth_ == 0 && !in_string_ && (blank(c) || c == '}')) {
     flush(out);
-    phase_ = Phase::AfterCall;
+    phase_ = Phase::AfterArguments;
     return step(c, out);
   }
   started_ = true;
@@ -108,7 +120,7 @@ void ToolCallStream::arguments_char(char c, std::vector<json>& out) {
   }
   if (depth_ == 0 && !in_string_ && (c == '}' || c == ']' || c == '"')) {
     flush(out);
-    phase_ = Phase::AfterCall;
+    phase_ = Phase::AfterArguments;
   }
 }
 

@@ -22,6 +22,15 @@ bool valid_name(const std::string& n) {
   return true;
 }
 
+// The function as a template reads it: OpenAI's shape, parameters given.
+ojson openai_tool(const ToolRequest::Function& f) {
+  ojson function = {{"name", f.name}};
+  if (!f.description.empty()) function["description"] = f.description;
+  function["parameters"] = f.parameters;
+  if (function["parameters"] == ojson{{"type", "object"}}) function["parameters"]["properties"] = ojson::object();
+  return {{"type", "function"}, {"function", std::move(function)}};
+}
+
 ToolRequest::Function parse_function(const ojson& tool, size_t i) {
   const std::string p = "tools[" + std::to_string(i) + "]";
   if (!tool.is_object() || tool.value("type", "function") != "function" || !tool.contains("function") ||
@@ -57,6 +66,11 @@ bool parse_choice(const ojson& body, ToolRequest& t) {
   fail("'tool_choice' names '" + t.named + "', which is not in 'tools'", "tool_choice", "invalid_value");
 }
 
+// A GBNF literal and a space, or nothing for an empty text.
+std::string literal(std::string_view text) {
+  return text.empty() ? "" : grammar::gbnf_literal(text) + " ";
+}
+
 std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf) {
   try {
     return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
@@ -75,6 +89,7 @@ std::optional<ToolRequest> parse_tools(const ojson& body) {
   std::set<std::string> names;
   for (size_t i = 0; i < tools->size(); ++i) {
     t.functions.push_back(parse_function((*tools)[i], i));
+    t.openai.push_back(openai_tool(t.functions.back()));
     if (!names.insert(t.functions.back().name).second)
       fail("two tools are named '" + t.functions.back().name + "'", "tools", "invalid_value");
   }
@@ -92,8 +107,9 @@ std::string tools_prompt(const ToolRequest& t) {
     out += "- " + f.name + (f.description.empty() ? "" : ": " + f.description) + "\n";
     out += "  arguments (JSON schema): " + f.parameters.dump() + "\n";
   }
-  out += std::string("To call functions, reply with ") + kToolCallMarker +
-         " and a JSON array of calls, each {\"name\": function name, \"arguments\": {...}}, and nothing else";
+  // kGenericTools in words.
+  out += "To call functions, reply with <tool_call> and a JSON array of calls, each {\"name\": function name, "
+         "\"arguments\": {...}}, and nothing else";
   out += t.parallel ? ".\n" : " (one call at a time).\n";
   if (t.choice == ToolRequest::Choice::Auto) out += "If no function is needed, answer in plain text.";
   if (t.choice == ToolRequest::Choice::Required) out += "You must call at least one function.";
@@ -109,7 +125,7 @@ void add_tools_prompt(const ToolRequest& t, std::vector<tokenizer::ChatMessage>&
   messages.insert(messages.begin(), {"system", tools_prompt(t)});
 }
 
-std::shared_ptr<const grammar::Grammar> tools_grammar(const ToolRequest& t) {
+std::shared_ptr<const grammar::Grammar> tools_grammar(const ToolRequest& t, const ToolFormat& format) {
   std::string rules, calls;
   for (size_t i = 0; i < t.functions.size(); ++i) {
     const ToolRequest::Function& f = t.functions[i];
@@ -120,20 +136,25 @@ std::shared_ptr<const grammar::Grammar> tools_grammar(const ToolRequest& t) {
     } catch (const Error& e) {
       fail(e.what(), "tools[" + std::to_string(i) + "].function.parameters", "invalid_value");
     }
-    calls += (calls.empty() ? "" : " | ") + grammar::gbnf_literal(json(f.name).dump()) +
-             " schema-ws \",\" schema-ws " + grammar::gbnf_literal("\"arguments\"") + " schema-ws \":\" schema-ws " + args;
+    calls += (calls.empty() ? "" : " | ") + grammar::gbnf_literal(json(f.name).dump()) + " schema-ws \",\" schema-ws " +
+             literal(json(format.arguments_key).dump()) + "schema-ws \":\" schema-ws " + args;
   }
-  std::string gbnf = "tool-call ::= \"{\" schema-ws " + grammar::gbnf_literal("\"name\"") + " schema-ws \":\" schema-ws (" +
-                     calls + ") schema-ws \"}\"\n";
-  gbnf += "tool-calls ::= " + grammar::gbnf_literal(kToolCallMarker) + " \"[\" tool-call" +
-          (t.parallel ? " (\",\" schema-ws tool-call){0," + std::to_string(kMaxToolCalls - 1) + "}" : "") + " \"]\"\n";
-  // Under auto, plain text may not start with '<', which starts the marker.
-  gbnf += t.choice == ToolRequest::Choice::Auto ? "root ::= tool-calls | [^<] .*\n" : "root ::= tool-calls\n";
+  std::string gbnf = "tool-call ::= " + literal(format.call_open) + "\"{\" schema-ws " +
+                     grammar::gbnf_literal("\"name\"") + " schema-ws \":\" schema-ws (" + calls + ") schema-ws \"}\" " +
+                     literal(format.call_close) + "\n";
+  const int max_calls = t.parallel ? format.max_calls : 1;
+  gbnf += "tool-calls ::= " + literal(format.open) + "tool-call" +
+          (max_calls > 1 ? " (" + literal(format.separator) + "schema-ws tool-call){0," + std::to_string(max_calls - 1) + "} "
+                         : " ") +
+          literal(format.close) + "\n";
+  // Under auto, plain text may not start as a call does.
+  gbnf += t.choice == ToolRequest::Choice::Auto ? "root ::= tool-calls | [^" + format.opening().substr(0, 1) + "] .*\n"
+                                                : "root ::= tool-calls\n";
   return compile(gbnf + rules + grammar::schema_shared_rules());
 }
 
-std::optional<json> tool_calls_of(const std::string& reply) {
-  ToolCallStream stream;
+std::optional<json> tool_calls_of(const std::string& reply, const ToolFormat& format) {
+  ToolCallStream stream(format);
   const std::vector<json> deltas = stream.feed(reply);
   if (!stream.done()) return std::nullopt;
   json calls = json::array();
@@ -148,7 +169,7 @@ std::optional<json> tool_calls_of(const std::string& reply) {
   return calls;
 }
 
-std::string render_tool_calls(const json& tool_calls, const std::string& param) {
+ojson parse_tool_calls(const json& tool_calls, const std::string& param) {
   if (!tool_calls.is_array()) fail(param + " must be an array", param, "invalid_type");
   ojson calls = ojson::array();
   for (const json& c : tool_calls) {
@@ -158,9 +179,20 @@ std::string render_tool_calls(const json& tool_calls, const std::string& param) 
       fail(param + " entries must have function.name and function.arguments strings", param, "invalid_type");
     const ojson args = ojson::parse((*f)["arguments"].get<std::string>(), nullptr, false);
     if (args.is_discarded()) fail(param + ": function.arguments must be JSON text", param, "invalid_value");
-    calls.push_back({{"name", (*f)["name"].get<std::string>()}, {"arguments", args}});
+    calls.push_back({{"id", c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : ""},
+                     {"type", "function"},
+                     {"function", {{"name", (*f)["name"].get<std::string>()}, {"arguments", args}}}});
   }
-  return kToolCallMarker + calls.dump();
+  return calls;
+}
+
+std::string render_tool_calls(const json& tool_calls, const std::string& param) {
+  std::string calls;
+  for (const ojson& c : parse_tool_calls(tool_calls, param)) {
+    if (!calls.empty()) calls += kGenericTools.separator;
+    calls += ojson{{"name", c["function"]["name"]}, {"arguments", c["function"]["arguments"]}}.dump();
+  }
+  return std::string(kGenericTools.open) + calls + std::string(kGenericTools.close);
 }
 
 }  // namespace kvlab::server
