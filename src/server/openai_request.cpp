@@ -104,7 +104,8 @@ tokenizer::ChatMessage chat_message(const json& msg, size_t i, bool in_template,
     if (!id || !id->is_string()) fail(p + ".tool_call_id must be a string", p + ".tool_call_id", "invalid_type");
     if (!in_template) return {"user", "Result of the tool call " + id->get<std::string>() + ": " + out.content};
     out.tool_call_id = id->get<std::string>();
-    out.name = called_function(earlier, out.tool_call_id);
+    const json* name = field(msg, "name");
+    out.name = name && name->is_string() ? name->get<std::string>() : called_function(earlier, out.tool_call_id);
   }
   return out;
 }
@@ -189,17 +190,17 @@ void refuse_unsupported(Endpoint ep, const json& j) {
 // The reply's grammar: response_format or `grammar` (server/output_grammar.h),
 // or the tool calls' (server/tool_calls.h), from the body parsed again,
 // ordered, where a schema may need its properties' order. Sets
-// r.tool_format: the model's own (server/tool_format.h).
-std::optional<ToolRequest> constrain(Endpoint ep, const json& j, const std::string& body,
-                                     const tokenizer::Tokenizer& tok, ParsedRequest& r) {
+// r.tool_format to `format` when there are tools.
+std::optional<ToolRequest> constrain(Endpoint ep, const json& j, const std::string& body, const ToolFormat& format,
+                                     ParsedRequest& r) {
   if (!j.contains("response_format") && !j.contains("grammar") && !j.contains("tools")) return std::nullopt;
   const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
   r.gen.grammar = output_grammar(ordered);
   std::optional<ToolRequest> tools = ep == Endpoint::Chat ? parse_tools(ordered) : std::nullopt;
   if (!tools) return tools;
   if (r.gen.grammar) fail("'tools' and a JSON response_format or 'grammar' exclude each other", "tools", "invalid_value");
-  r.tool_format = &model_tool_format(tok);
-  r.gen.grammar = tools_grammar(*tools, *r.tool_format);
+  r.tool_format = &format;
+  r.gen.grammar = tools_grammar(*tools, format);
   return tools;
 }
 
@@ -405,15 +406,16 @@ ParsedRequest parse_request(Endpoint ep, const std::string& body, const tokenize
   r.gen.echo = echo_flag(ep, j);
   if (auto lp = ep == Endpoint::Completions ? completion_logprobs(j) : chat_logprobs(j)) r.gen.logprobs = *lp;
   refuse_unsupported(ep, j);
-  const std::optional<ToolRequest> tools = constrain(ep, j, body, tok, r);
+  // The model's tool format, which tool turns in the history follow too,
+  // with or without tools in this request.
+  const ToolFormat& tool_format = ep == Endpoint::Chat ? model_tool_format(tok) : kGenericTools;
+  const std::optional<ToolRequest> tools = constrain(ep, j, body, tool_format, r);
   parse_stream(j, r);
   parse_sampling(j, tok, r.gen.sampling);
   r.gen.ignore_eos = boolean(j, "ignore_eos").value_or(false);
   r.gen.stop = stop_sequences(j);
   const std::optional<int64_t> max = max_tokens(ep, j, r.gen.echo, limits.n_ctx);
-  // Tool turns follow the model's format even in a request without tools.
-  r.gen.prompt = ep == Endpoint::Chat ? chat_prompt(j, tok, tools, r.tool_format ? *r.tool_format : model_tool_format(tok))
-                                      : completion_prompt(j, tok);
+  r.gen.prompt = ep == Endpoint::Chat ? chat_prompt(j, tok, tools, tool_format) : completion_prompt(j, tok);
   const int room = room_after_prompt(ep, r.gen.prompt.size(), limits.n_ctx);
   // OpenAI's completions default is 16; chat runs to the end of the context.
   r.gen.max_tokens = int(std::min<int64_t>(max.value_or(ep == Endpoint::Chat ? room : 16), room));

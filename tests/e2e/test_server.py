@@ -485,14 +485,14 @@ def test_api_simulate_serve():
 # ---- more servers, each with options of its own --------------------------------
 
 @contextlib.contextmanager
-def extra_server(*options):
-    """A `kvlab serve` of the e2e model on a free port with these options; its URL."""
+def extra_server(*options, model=None):
+    """A `kvlab serve` of `model` (the e2e model when None) on a free port with these options; its URL."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     proc = subprocess.Popen([os.environ.get("KVLAB_BIN", "build/kvlab"), "serve", "-m",
-                             os.environ.get("KVLAB_E2E_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+                             model or os.environ.get("KVLAB_E2E_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf"),
                              "--port", str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

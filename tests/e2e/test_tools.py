@@ -1,15 +1,22 @@
-"""Tool calling end to end with the openai client: tools described in a system-prompt section, the reply
-constrained to a call whose arguments match the schema, returned as message.tool_calls (or streamed as
-delta.tool_calls), and the history with the call and a `tool` message rendered back for the final answer."""
+"""Tool calling end to end with the openai client: the reply constrained to a call whose arguments match the
+schema, returned as message.tool_calls (or streamed as delta.tool_calls), and the history with the call and a
+`tool` message rendered back for the final answer. Each runs twice: on the e2e server, whose template has no
+tool syntax (kvlab's generic format, tools in a system-prompt section), and on the same model with Qwen 2.5's
+template (Hermes-style <tool_call> blocks; the template renders the tools and the history)."""
 import json
 import os
+from pathlib import Path
 
 import openai
 import pytest
 import requests
 
+from gguf_template import copy_with_chat_template
+from test_server import extra_server
+
 URL = os.environ.get("KVLAB_E2E_URL", "http://127.0.0.1:8080")
 MODEL_ID = "SmolLM2-135M-Instruct.Q4_1"
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 40},
@@ -21,9 +28,20 @@ TOOLS = [{"type": "function", "function": {
 QUESTION = [{"role": "user", "content": "What is the weather in Paris right now?"}]
 
 
-@pytest.fixture(scope="session")
-def client():
-    return openai.OpenAI(base_url=URL + "/v1", api_key="unused", max_retries=0, timeout=120)
+@pytest.fixture(scope="module")
+def hermes_url(tmp_path_factory):
+    """A server of the e2e model with Qwen 2.5's template, copied at run time under the same name."""
+    model = tmp_path_factory.mktemp("hermes") / f"{MODEL_ID}.gguf"
+    copy_with_chat_template(os.environ.get("KVLAB_E2E_MODEL", ROOT / "models" / f"{MODEL_ID}.gguf"), model,
+                            (ROOT / "tests/data/chat_templates/qwen2.5-instruct.jinja").read_text(encoding="utf-8"))
+    with extra_server("--parallel", "2", "-c", "2048", model=str(model)) as url:
+        yield url
+
+
+@pytest.fixture(params=["generic", "hermes"])
+def client(request):
+    url = URL if request.param == "generic" else request.getfixturevalue("hermes_url")
+    return openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
 
 
 def check_call(call):
@@ -93,6 +111,15 @@ def test_auto_is_text_or_a_call(client):
                 check_call(call)
         else:
             assert m.content and not m.content.startswith("<")
+
+
+def test_hermes_calls_are_tagged_blocks(hermes_url):
+    """A call cut short comes back as its raw text: the model's own <tool_call> block, not kvlab's array."""
+    r = requests.post(hermes_url + "/v1/chat/completions", timeout=120, json={
+        "messages": QUESTION, "tools": TOOLS, "tool_choice": "required", "temperature": 0, "max_tokens": 12})
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "length"
+    assert choice["message"]["content"].startswith('<tool_call>\n{"name"'), choice
 
 
 def test_tool_errors_are_400():
