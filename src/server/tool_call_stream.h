@@ -1,9 +1,8 @@
 // Reads a tool-call reply in a ToolFormat (server/tool_format.h: calls
 // {"name": ..., "<arguments_key>": ...} between the format's literals) as
-// it is generated, so a stream
-// can send each call as OpenAI's delta.tool_calls do: the call's index, a
-// new id and its name as soon as the name is whole, then the arguments'
-// text piece by piece as it comes. The grammar guarantees the shape, so a
+// it is generated, so a stream can send each call as OpenAI's
+// delta.tool_calls do: the call's index, a new id and its name as soon as
+// the name is whole, then the arguments' text piece by piece as it comes. The grammar guarantees the shape, so a
 // scanner that follows it (strings, escapes and bracket depth) is enough.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -38,17 +37,17 @@ class ToolCallStream {
   void flush(std::vector<nlohmann::json>& out);  // the arguments' text so far, if any
   void start_call();
 
-  std::string opening_;       // the format's text up to the first call's '{'
-  std::string closing_;       // its text after the last call's '}', blanks left out
+  std::string opening_;      // the format's text up to the first call's '{'
+  std::string closing_;      // its text after the last call's '}', blanks left out
   Phase phase_ = Phase::Opening;
   size_t opening_seen_ = 0;  // bytes of the opening so far
   std::string after_call_;   // the text after the current call's '}', blanks left out
-  int index_ = -1;          // the call being read
-  std::string name_;        // its name as written (a JSON string)
-  std::string piece_;       // arguments text not yet returned
-  bool started_ = false;    // the arguments' first character is seen
+  int index_ = -1;           // the call being read
+  std::string name_;         // its name as written (a JSON string)
+  std::string piece_;        // arguments text not yet returned
+  bool started_ = false;     // the arguments' first character is seen
   bool in_string_ = false, escaped_ = false;
-  int depth_ = 0;           // open brackets inside the arguments
+  int depth_ = 0;            // open brackets inside the arguments
 };
 
 }  // namespace kvlab::server
