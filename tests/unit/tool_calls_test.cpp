@@ -170,6 +170,9 @@ TEST(ToolCalls, Llama3GrammarWantsOneCallWithParameters) {
   EXPECT_FALSE(matches(automatic, "{x}", kLlama3Tools));
   const ToolRequest required = tools_with(R"({"tool_choice": "required"})");
   EXPECT_FALSE(matches(required, "Hi", kLlama3Tools));
+  const ToolRequest named = tools_with(R"({"tool_choice": {"type": "function", "function": {"name": "now"}}})");
+  EXPECT_TRUE(matches(named, R"({"name": "now", "parameters": {}})", kLlama3Tools));
+  EXPECT_FALSE(matches(named, kLlamaAdd, kLlama3Tools));
 }
 
 // A reply in the model's format becomes OpenAI's tool_calls: new ids, the
@@ -190,6 +193,9 @@ TEST(ToolCalls, ModelFormatRepliesBecomeOpenAIToolCalls) {
   ASSERT_EQ(llama->size(), 1u);
   EXPECT_EQ((*llama)[0]["function"]["arguments"], R"({"a": 1, "b": 2})");
   EXPECT_FALSE(tool_calls_of("Hi {x}", kLlama3Tools));
+  ToolCallStream text(kLlama3Tools);
+  EXPECT_TRUE(text.feed("Hi").empty());
+  EXPECT_TRUE(text.text());
 
   const std::vector<StreamedCall> hermes = streamed(kHermesAdd + "\n" + kHermesNow, kHermesTools);
   ASSERT_EQ(hermes.size(), 2u);
