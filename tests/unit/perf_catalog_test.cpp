@@ -139,7 +139,7 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   text.insert(text.rfind('}'), R"(, "kernels": {"threads": 4, "dispatch_s": 5e-7, "elementwise_flops_per_s": 3e9,
     "gemv_working_set_bytes": 134217728,
     "matmul": [{"weights": "q4_1", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10,
-                "gemm_input_s": 4e-10, "gemm_output_s": 1e-10},
+                "gemm_input_s": 4e-10, "gemm_output_s": 1e-10, "batch_mac_s": 6e-12, "batch_row_s": 1e-9, "batch_tokens": 8},
                {"weights": "q8_0", "gemv_bytes_per_s": 9e9, "gemv_row_s": 2e-8, "gemv_call_s": 3e-6, "gemm_ops_per_s": 6e10}],
     "attention": [{"kv": "f16", "head_dim": 64, "heads": 3, "decode_flops_per_s": 1e10, "prefill_flops_per_s": 1.5e10,
                    "prefill_task_s": 2e-7},
@@ -167,6 +167,21 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemm_output_s, 1e-10);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->gemm_input_s, 0);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->gemm_output_s, 0);
+  // So are the small-batch costs: absent, a small batch costs one weight read.
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->batch_mac_s, 6e-12);
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->batch_row_s, 1e-9);
+  EXPECT_EQ(p.kernels->find_matmul("q4_1")->batch_tokens, 8);
+  EXPECT_EQ(p.kernels->find_matmul("q8_0")->batch_tokens, 0);
+  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->batch_mac_s, 0);
+  {
+    const HwProfile again = parse_hw_profile(hw_profile_to_json(p), "round trip");
+    EXPECT_DOUBLE_EQ(again.kernels->find_matmul("q4_1")->batch_mac_s, 6e-12);
+    EXPECT_EQ(again.kernels->find_matmul("q4_1")->batch_tokens, 8);
+    EXPECT_EQ(again.kernels->find_matmul("q8_0")->batch_tokens, 0);  // still absent, still readable
+    std::string zero = text;
+    zero.replace(zero.find("\"batch_tokens\": 8"), 17, "\"batch_tokens\": 0");
+    EXPECT_NE(parse_hw_profile(zero, "test").kernels_error.find("batch_tokens"), std::string::npos);
+  }
   EXPECT_EQ(p.kernels->find_matmul("q4_0"), nullptr);
   EXPECT_EQ(p.kernels->find_attention("f16", 96, 3)->head_dim, 64);  // ties go to the first
   EXPECT_EQ(p.kernels->find_attention("f16", 120, 3)->head_dim, 128);

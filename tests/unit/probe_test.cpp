@@ -289,6 +289,11 @@ TEST(Probe, QuickProbeFillsEveryField) {
       EXPECT_GE(v, 0) << w;
       EXPECT_LT(v, 1e-6) << w;
     }
+    EXPECT_EQ(m->batch_tokens, 8) << w;
+    EXPECT_GE(m->batch_mac_s, 0) << w;
+    EXPECT_LT(m->batch_mac_s, 1e-6) << w;
+    EXPECT_GE(m->batch_row_s, 0) << w;
+    EXPECT_LT(m->batch_row_s, 1e-3) << w;
   }
   for (const AttentionRate& a : p.kernels->attention)
     for (double v : {a.decode_flops_per_s, a.prefill_flops_per_s}) {
