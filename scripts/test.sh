@@ -51,7 +51,7 @@ TSAN_OPTIONS=halt_on_error=1 "${NORAND[@]}" build-tsan/tests/kvlab_unit_tests --
 TSAN_OPTIONS=halt_on_error=1 "${NORAND[@]}" build-tsan/tests/kvlab_integration_tests --gtest_brief=1 \
   --gtest_filter='ServerScheduler.BatchedGreedyEqualsSingleSequence:ServerScheduler.StopStringsCancelAndQueueLimit:ServerScheduler.PrefixCacheReusesBlocksWithIdenticalOutput:ServerScheduler.BoundedKvPoolQueuesRequests:ServerLab.*:ServerOpenAiApi.*:ServerTokenizeApi.*:Bench.*'
 TSAN_REPORTS="$(mktemp -d)"
-TSAN_OPTIONS="log_path=$TSAN_REPORTS/report" KVLAB_BIN="$ROOT/build-tsan/kvlab" "${NORAND[@]}" "$ROOT/tests/e2e/run.sh"
+TSAN_OPTIONS="log_path=$TSAN_REPORTS/report" KVLAB_BIN="$ROOT/build-tsan/kvlab" "${NORAND[@]}" "$ROOT/tests/e2e/run.sh" -m "not repeated"
 if compgen -G "$TSAN_REPORTS/report.*" >/dev/null; then
   cat "$TSAN_REPORTS"/report.* >&2
   echo "test.sh: ThreadSanitizer reported races in kvlab serve (above)" >&2

@@ -56,6 +56,7 @@ def parse_person(client, i, temperature):
     return choice.message.parsed
 
 
+@pytest.mark.repeated
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_parse_pydantic_model_20_of_20(client, temperature):
     with ThreadPoolExecutor(4) as pool:
