@@ -163,6 +163,8 @@ void add_serve_options(CLI::App& app, SimulateOptions& o) {
   app.add_option("--rate", o.load.rate, "--serve: Poisson arrivals, requests/s")->check(CLI::Range(1e-6, 1e6));
   app.add_option("--concurrency", o.load.concurrency, "--serve: closed loop of this many clients")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--ramp", o.load.ramp_s, "--serve: closed-loop clients start evenly over this many seconds")
+      ->capture_default_str();
   app.add_option("--requests", o.load.requests, "--serve: requests in all")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), perf::kMaxServeRequests));

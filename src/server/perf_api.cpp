@@ -67,6 +67,7 @@ perf::ServeOptions serve_options(const json& s) {
     throw Error("'serve': parallel at most 256, ctx_size at most 1048576, max_queue 0 to 4096, kv_blocks 0 to 16777216");
   o.load.rate = get_or<double>(s, "rate", 0);
   o.load.concurrency = get_or<int>(s, "concurrency", 0);
+  o.load.ramp_s = get_or<double>(s, "ramp_s", 0);
   o.load.requests = get_or<int64_t>(s, "requests", 200);
   o.load.prompt = length_field(s, "prompt_len", 512);
   o.load.output = length_field(s, "output_len", 128);

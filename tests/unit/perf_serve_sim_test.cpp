@@ -97,6 +97,32 @@ TEST(ServeSim, SmallKvPoolAdmitsOneRequestAtATime) {
   EXPECT_LT(simulate_serve(o, fixed_price).duration_s, 2 * alone.duration_s);
 }
 
+TEST(ServeSim, RampedClientsFallOutOfStep) {
+  // Four clients of fixed lengths started together stay in step: each
+  // round's 128-token prompts arrive together and most of them wait for a
+  // pass of the others' prompts (up to 512 tokens a pass), then all end in
+  // one pass, and their successors arrive together again.
+  ServeOptions o = closed_loop(4, 40, 128, 32);
+  o.sched.prefill_chunk = 512;
+  const ServeResult together = simulate_serve(o, fixed_price);
+  // Started over about one request's duration, they stay apart: a
+  // successor arrives as its predecessor's last pass ends, waits for the
+  // others' next decode pass (3 rows), then has a pass of its own 128
+  // tokens beside their 3 decode rows.
+  o.load.ramp_s = together.e2e_ms.p50 * 1e-3;
+  const ServeResult ramped = simulate_serve(o, fixed_price);
+  expect_ms(ramped.ttft_ms.p50, (1 + 0.3) + (1 + 13.1));
+  EXPECT_GT(together.ttft_ms.p50, 3 * ramped.ttft_ms.p50);
+  EXPECT_EQ(ramped.completed, 40);
+  EXPECT_NEAR(ramped.throughput_tok_s, together.throughput_tok_s, 0.15 * together.throughput_tok_s);
+  o.load.ramp_s = -1;
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o.load.ramp_s = 1;
+  o.load.concurrency = 0;
+  o.load.rate = 10;
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);  // an open loop has no clients to spread
+}
+
 TEST(ServeSim, SharedPrefixIsServedFromTheCache) {
   // 256 shared tokens = 16 blocks; after the first request each reuses them.
   ServeOptions o = closed_loop(1, 4, 300, 4);

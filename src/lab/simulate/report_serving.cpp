@@ -17,7 +17,8 @@ std::string length_text(const LengthSpec& l) {
 std::string load_text(const ServeLoad& l) {
   std::string s = std::to_string(l.requests) + " requests, " +
                   (l.rate > 0 ? "Poisson arrivals at " + fmt_num(l.rate) + " req/s"
-                              : "a closed loop of " + std::to_string(l.concurrency) + " clients") +
+                              : "a closed loop of " + std::to_string(l.concurrency) + " clients" +
+                                    (l.ramp_s > 0 ? " starting over " + fmt_num(l.ramp_s) + " s" : "")) +
                   "; prompt " + length_text(l.prompt) + " tokens, output " + length_text(l.output) + " tokens";
   if (l.prefix_share > 0)
     s += "; " + fmt_percent(l.prefix_share) + " share a " + std::to_string(l.prefix_tokens) + "-token prefix";
@@ -74,6 +75,7 @@ std::string render_json(const ServingSimulation& s) {
              {{"requests", l.requests},
               {"rate", l.rate},
               {"concurrency", l.concurrency},
+              {"ramp_s", l.ramp_s},
               {"prompt", {l.prompt.lo, l.prompt.hi}},
               {"output", {l.output.lo, l.output.hi}},
               {"prefix_share", l.prefix_share},

@@ -47,6 +47,8 @@ void check_load(const ServeLoad& l) {
   const bool open = l.rate > 0, closed = l.concurrency > 0;
   if (open == closed) throw Error("simulate --serve needs exactly one of --rate R (> 0 requests/s) or --concurrency C (>= 1)");
   if (!std::isfinite(l.rate) || l.rate > 1e6) throw Error("--rate must be a finite number of requests/s up to 1e6");
+  if (!(l.ramp_s >= 0 && l.ramp_s <= 1e6)) throw Error("--ramp must be 0 to 1e6 seconds");
+  if (open && l.ramp_s > 0) throw Error("--ramp spreads the closed loop's clients; Poisson arrivals (--rate) have none");
   if (!(l.prefix_share >= 0 && l.prefix_share <= 1)) throw Error("--prefix-share must be in [0, 1]");
   if (l.prefix_tokens < 0 || l.prefix_tokens > kMaxLength) throw Error("--prefix-len must be 0 to 1048576 tokens");
   if (l.requests * l.output.hi > kMaxServeTokens)

@@ -32,6 +32,14 @@ struct ServeLoad {
   // one ends.
   double rate = 0;
   int concurrency = 0;
+  // Closed loop: client c sends its first request at c * ramp_s /
+  // concurrency (load tools' ramp-up) instead of all at once. Started
+  // together, clients of fixed lengths stay in step for the whole run: their
+  // requests are prefilled in one pass, end in one pass, and their
+  // successors again share a prefill pass. Real clients drift apart
+  // (varied lengths, network and client delays); a ramp of about one
+  // request's duration models clients that are out of step.
+  double ramp_s = 0;
   LengthSpec prompt{512, 512};
   LengthSpec output{128, 128};
   // The fraction of requests whose prompt starts with one shared prefix of
@@ -40,8 +48,8 @@ struct ServeLoad {
   int prefix_tokens = 0;
   uint64_t seed = 1;
 };
-// Throws kvlab::Error for a load that is not one of the two loops, a
-// fraction outside [0, 1], a request count outside [1, kMaxServeRequests],
+// Throws kvlab::Error for a load that is not one of the two loops, a ramp
+// outside [0, 1e6] s or with an open loop, a fraction outside [0, 1], a request count outside [1, kMaxServeRequests],
 // or more than kMaxServeTokens output tokens at the longest.
 void check_load(const ServeLoad& l);
 

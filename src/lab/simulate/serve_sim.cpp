@@ -129,7 +129,8 @@ ServeResult ServeSim::run() {
   if (o_.load.rate > 0) {
     push(reqs_[0].load.arrival_s, Event::Arrival);
   } else {
-    for (size_t c = 0; c < std::min(reqs_.size(), size_t(o_.load.concurrency)); ++c) push(0, Event::Arrival);
+    const size_t clients = std::min(reqs_.size(), size_t(o_.load.concurrency));
+    for (size_t c = 0; c < clients; ++c) push(o_.load.ramp_s * double(c) / double(clients), Event::Arrival);
   }
   while (!events_.empty()) {
     const Event e = events_.top();
