@@ -245,6 +245,46 @@ def test_simulation_layout(page):
     fill(page, "sim-gen", "2048")
 
 
+def run_serve_load(page, **fields):
+    """Fills the serving-load form (ids serve-<name>), runs it, and returns the result and the chart's series."""
+    for name, value in fields.items():
+        fill(page, f"serve-{name}", str(value))
+    page.execute_script("kvlab.serve = null")
+    page.find_element(By.ID, "serve-run").click()
+    wait(page, lambda d: d.execute_script("return kvlab.serve !== null") or "failed" in text(d, "serve-status"))
+    assert "failed" not in text(page, "serve-status"), text(page, "serve-status")
+    running, waiting = ([p["y"] for p in s] for s in series(page, "serve"))
+    return page.execute_script("return kvlab.serve"), running, waiting
+
+
+def test_serving_load(page):
+    """More clients than slots queue; clients started together share prefill
+    passes, and a ramp keeps them apart."""
+    few, running, waiting = run_serve_load(page, clients=8, requests=64, prompt=2048, output=128, parallel=32,
+                                           chunk=4096, ramp=0)
+    assert few["completed"] == 64 and max(running) == 8 and max(waiting) == 0
+    rows = page.find_elements(By.CSS_SELECTOR, "#serve-summary tbody tr")
+    assert [r.find_element(By.TAG_NAME, "th").text for r in rows] == [
+        "time to first token", "inter-token latency", "end to end"]
+    assert "8 clients started together" in text(page, "serve-status")
+
+    many, running, waiting = run_serve_load(page, clients=64)
+    assert max(running) == 32 and max(waiting) > 0  # the slots are full and the rest queue
+    assert many["throughput_tok_s"] > 1.5 * few["throughput_tok_s"]
+    assert many["ttft_ms"]["p50"] > few["ttft_ms"]["p50"]
+
+    ramp = few["e2e_ms"]["p50"] / 1000
+    apart, _, _ = run_serve_load(page, clients=8, ramp=f"{ramp:.3f}")
+    assert apart["ttft_ms"]["p50"] < 0.75 * few["ttft_ms"]["p50"]
+
+    fill(page, "serve-prompt", "9:3")
+    page.find_element(By.ID, "serve-run").click()
+    wait(page, lambda d: "failed" in text(d, "serve-status"))
+    assert "LO above HI" in text(page, "serve-status")
+    fill(page, "serve-prompt", "512")
+    fill(page, "serve-ramp", "0")
+
+
 def test_phases(page):
     fill(page, "phases-n", "8")
     page.find_element(By.ID, "phases-run").click()

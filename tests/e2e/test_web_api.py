@@ -35,8 +35,9 @@ def test_page_and_static_files():
     r = requests.get(URL + "/", timeout=10)
     assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html")
     assert "/static/app.js" in r.text and "/static/chart.js" in r.text
-    assert "/static/loop.js" in r.text
-    for name, kind in (("app.js", "text/javascript"), ("loop.js", "text/javascript"), ("style.css", "text/css")):
+    assert "/static/loop.js" in r.text and "/static/serve_load.js" in r.text
+    for name, kind in (("app.js", "text/javascript"), ("loop.js", "text/javascript"),
+                       ("serve_load.js", "text/javascript"), ("style.css", "text/css")):
         r = requests.get(URL + "/static/" + name, timeout=10)
         assert r.status_code == 200 and r.headers["Content-Type"].startswith(kind) and r.text
     # Debian's libjs-chart.js, installed by scripts/install-deps.sh
