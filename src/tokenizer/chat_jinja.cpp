@@ -42,24 +42,26 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-jinja::Template parse_template(const std::string& source) {
+}  // namespace
+
+void Tokenizer::parse_chat_template() {
+  const std::string& source = vocab().chat_template;
+  if (source.empty()) return;
   try {
-    return jinja::Template(source);
+    chat_template_.emplace(source);
   } catch (const Error& e) {
-    throw Error(std::string("chat template ") + e.what());
+    chat_template_error_ = std::string("chat template ") + e.what();
   }
 }
-
-}  // namespace
 
 std::string Tokenizer::apply_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
   const Vocab& v = vocab();
   if (v.chat_template.empty())
     return apply_chat_template(detect_chat_template(v.chat_template), messages, options.add_generation_prompt);
-  const jinja::Template chat_template = parse_template(v.chat_template);
+  if (!chat_template_) throw Error(chat_template_error_);
   std::string text;
   try {
-    text = chat_template.render(template_context(v, messages, options));
+    text = chat_template_->render(template_context(v, messages, options));
   } catch (const Error& e) {
     throw Error(std::string("chat template ") + e.what());
   }
@@ -86,8 +88,7 @@ std::string Tokenizer::apply_chat(const std::vector<ChatMessage>& messages, bool
 }
 
 bool Tokenizer::chat_template_handles_tools() const {
-  const std::string& source = vocab().chat_template;
-  return !source.empty() && parse_template(source).references("tools");
+  return chat_template_ && chat_template_->references("tools");
 }
 
 }  // namespace kvlab::tokenizer

@@ -189,6 +189,7 @@ std::unique_ptr<Tokenizer> Tokenizer::create(Vocab vocab) {
     throw Error("tokenizer: unsupported tokenizer model '" + vocab.model + "' (supported: gpt2, llama)");
   }
   tok->build_piece_cache();
+  static_cast<Tokenizer&>(*tok).parse_chat_template();
   return tok;
 }
 

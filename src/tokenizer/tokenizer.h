@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "jinja/template.h"
 
 namespace kvlab::tokenizer {
 
@@ -76,6 +79,14 @@ class Tokenizer {
   // Whether the chat template reads `tools`, i.e. can show the model the
   // tools it may call.
   bool chat_template_handles_tools() const;
+
+ private:
+  // The vocabulary's chat template, parsed once when the tokenizer is
+  // created, or why it did not parse. A model whose template does not parse
+  // still loads and completes text; apply_chat throws the error.
+  void parse_chat_template();
+  std::optional<jinja::Template> chat_template_;
+  std::string chat_template_error_;
 };
 
 // Buffers decoded bytes and releases only complete UTF-8 code points, so a

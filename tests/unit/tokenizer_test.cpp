@@ -704,6 +704,24 @@ TEST(TokenizerChat, JinjaTemplateWithToolsAndBos) {
   EXPECT_FALSE(Tokenizer::create(v)->chat_template_handles_tools());
 }
 
+// A template that does not parse is found once, when the tokenizer is made:
+// the model still loads and encodes text; a chat names the template's error.
+TEST(TokenizerChat, UnparsableTemplateLoadsAndChatNamesTheError) {
+  Vocab v = bpe_vocab({}, {}, {});
+  v.chat_template = "{% for m in messages %}{{ m.content }}";
+  auto t = Tokenizer::create(v);
+  EXPECT_FALSE(t->chat_template_handles_tools());
+  EXPECT_FALSE(t->encode("hi", false, false).empty());
+  for (int i = 0; i < 2; ++i) {
+    try {
+      t->apply_chat({{"user", "Hi"}});
+      FAIL() << "an unparsable template rendered";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("chat template line 1: ", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(TokenizerChat, Llama3Headers) {
   const ChatTemplate l{ChatFormat::Llama3, ""};
   EXPECT_EQ(apply_chat_template(l, {{"system", "Be brief."}, {"user", " Hi "}}),
