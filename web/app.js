@@ -115,8 +115,9 @@ async function* sseData(res) {
 
 const hasChart = () => typeof window.Chart === 'function';
 
-// An x/y line chart with one dataset per mode; null without Chart.js.
-function modeChart(canvas, xTitle, yTitle, unit, points) {
+// An x/y line chart of `series` ([{label, color}] in order), hidden and
+// null without Chart.js; the options: round points, steps, a tooltip label.
+function lineChart(canvas, series, xTitle, yTitle, { points = false, stepped = false, tooltip } = {}) {
   if (!hasChart()) {
     canvas.parentElement.hidden = true;
     return null;
@@ -124,9 +125,9 @@ function modeChart(canvas, xTitle, yTitle, unit, points) {
   return new Chart(canvas, {
     type: 'line',
     data: {
-      datasets: ['cached', 'no_cache'].map((mode) => ({
-        label: LABELS[mode], data: [], borderColor: COLORS[mode], backgroundColor: COLORS[mode],
-        borderWidth: 2, pointRadius: points ? 3 : 0, tension: 0,
+      datasets: series.map(({ label, color }) => ({
+        label, data: [], borderColor: color, backgroundColor: color,
+        borderWidth: 2, pointRadius: points ? 3 : 0, tension: 0, stepped,
       })),
     },
     options: {
@@ -138,11 +139,16 @@ function modeChart(canvas, xTitle, yTitle, unit, points) {
         x: { type: 'linear', ticks: { precision: 0 }, title: { display: true, text: xTitle } },
         y: { beginAtZero: true, title: { display: true, text: yTitle } },
       },
-      plugins: {
-        legend: { position: 'bottom' },
-        tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${sig(c.parsed.y)} ${unit} at position ${c.parsed.x}` } },
-      },
+      plugins: { legend: { position: 'bottom' }, tooltip: tooltip ? { callbacks: { label: tooltip } } : {} },
     },
+  });
+}
+
+// One dataset per mode (KV cache, no KV cache).
+function modeChart(canvas, xTitle, yTitle, unit, points) {
+  const modes = ['cached', 'no_cache'].map((mode) => ({ label: LABELS[mode], color: COLORS[mode] }));
+  return lineChart(canvas, modes, xTitle, yTitle, {
+    points, tooltip: (c) => `${c.dataset.label}: ${sig(c.parsed.y)} ${unit} at position ${c.parsed.x}`,
   });
 }
 

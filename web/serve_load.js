@@ -1,36 +1,16 @@
 // The "Serving load" panel of the simulation section: `kvlab simulate
 // --serve` through /api/simulate's `serve` object, for the model, hardware
 // and layout chosen above. Uses app.js's helpers ($, el, fmt, sig, ms,
-// table, setStatus, postJSON, hasChart, kvlab), which load first.
+// table, setStatus, postJSON, lineChart, kvlab), which load first.
 'use strict';
 
 const SERVE_COLORS = { running: '#1b6fb5', waiting: '#c2410c' };
 
 function serveChart(canvas) {
-  if (!hasChart()) {
-    canvas.parentElement.hidden = true;
-    return null;
-  }
-  return new Chart(canvas, {
-    type: 'line',
-    data: {
-      datasets: ['running', 'waiting'].map((key) => ({
-        label: `${key} requests`, data: [], borderColor: SERVE_COLORS[key], backgroundColor: SERVE_COLORS[key],
-        borderWidth: 2, pointRadius: 0, stepped: true,
-      })),
-    },
-    options: {
-      animation: false,
-      maintainAspectRatio: false,
-      parsing: false,
-      interaction: { mode: 'nearest', axis: 'x', intersect: false },
-      scales: {
-        x: { type: 'linear', title: { display: true, text: 'simulated time (s)' } },
-        y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'requests' } },
-      },
-      plugins: { legend: { position: 'bottom' } },
-    },
-  });
+  const series = ['running', 'waiting'].map((key) => ({ label: `${key} requests`, color: SERVE_COLORS[key] }));
+  const chart = lineChart(canvas, series, 'simulated time (s)', 'requests', { stepped: true });
+  if (chart) chart.options.scales.x.ticks.precision = undefined;  // seconds, not positions
+  return chart;
 }
 
 function serveBody() {
