@@ -19,6 +19,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"  # Debian's chromium-driver, matched to i
 SCREENSHOT = os.environ.get("KVLAB_E2E_SCREENSHOT")
 LOOP_SCREENSHOT = os.environ.get("KVLAB_E2E_LOOP_SCREENSHOT")
 LAYOUT_SCREENSHOT = os.environ.get("KVLAB_E2E_LAYOUT_SCREENSHOT")
+SERVE_SCREENSHOT = os.environ.get("KVLAB_E2E_SERVE_SCREENSHOT")
 ACCENT, CONTRAST = (0x1B, 0x6F, 0xB5), (0xC2, 0x41, 0x0C)  # style.css: KV cache, no KV cache
 
 
@@ -246,36 +247,48 @@ def test_simulation_layout(page):
 
 
 def run_serve_load(page, **fields):
-    """Fills the serving-load form (ids serve-<name>), runs it, and returns the result and the chart's series."""
+    """Fills the serving-load form (ids serve-<name>) and runs it: the sweep
+    [{clients, serve}], and the queue chart's running and waiting series."""
     for name, value in fields.items():
         fill(page, f"serve-{name}", str(value))
     page.execute_script("kvlab.serve = null")
     page.find_element(By.ID, "serve-run").click()
     wait(page, lambda d: d.execute_script("return kvlab.serve !== null") or "failed" in text(d, "serve-status"))
     assert "failed" not in text(page, "serve-status"), text(page, "serve-status")
-    running, waiting = ([p["y"] for p in s] for s in series(page, "serve"))
+    running, waiting = ([p["y"] for p in s] for s in series(page, "queue"))
     return page.execute_script("return kvlab.serve"), running, waiting
 
 
 def test_serving_load(page):
-    """More clients than slots queue; clients started together share prefill
-    passes, and a ramp keeps them apart."""
-    few, running, waiting = run_serve_load(page, clients=8, requests=64, prompt=2048, output=128, parallel=32,
-                                           chunk=4096, ramp=0)
+    """The percentiles are charted from one client to the chosen load; more
+    clients than slots queue; clients started together share prefill passes,
+    and a ramp keeps them apart."""
+    sweep, running, waiting = run_serve_load(page, clients=8, requests=64, prompt=2048, output=128, parallel=32,
+                                             chunk=4096, ramp=0)
+    assert [x["clients"] for x in sweep] == [1, 2, 4, 8]
+    few = sweep[-1]["serve"]
     assert few["completed"] == 64 and max(running) == 8 and max(waiting) == 0
+    ttft_p50, ttft_p99, itl_p50, itl_p99 = series(page, "percentiles")
+    assert [p["x"] for p in ttft_p50] == [1, 2, 4, 8]
+    assert [p["y"] for p in itl_p50] == [x["serve"]["itl_ms"]["p50"] for x in sweep]
+    assert all(a["y"] <= b["y"] for a, b in zip(ttft_p50, ttft_p99))
+    assert itl_p50[-1]["y"] > itl_p50[0]["y"]  # a pass of 8 rows takes longer than a pass of one
     rows = page.find_elements(By.CSS_SELECTOR, "#serve-summary tbody tr")
     assert [r.find_element(By.TAG_NAME, "th").text for r in rows] == [
         "time to first token", "inter-token latency", "end to end"]
     assert "8 clients started together" in text(page, "serve-status")
+    if SERVE_SCREENSHOT:
+        save_section(page, "simulate", SERVE_SCREENSHOT)
 
-    many, running, waiting = run_serve_load(page, clients=64)
+    sweep, running, waiting = run_serve_load(page, clients=64)
+    many = sweep[-1]["serve"]
     assert max(running) == 32 and max(waiting) > 0  # the slots are full and the rest queue
     assert many["throughput_tok_s"] > 1.5 * few["throughput_tok_s"]
     assert many["ttft_ms"]["p50"] > few["ttft_ms"]["p50"]
 
     ramp = few["e2e_ms"]["p50"] / 1000
-    apart, _, _ = run_serve_load(page, clients=8, ramp=f"{ramp:.3f}")
-    assert apart["ttft_ms"]["p50"] < 0.75 * few["ttft_ms"]["p50"]
+    sweep, _, _ = run_serve_load(page, clients=8, ramp=f"{ramp:.3f}")
+    assert sweep[-1]["serve"]["ttft_ms"]["p50"] < 0.75 * few["ttft_ms"]["p50"]
 
     fill(page, "serve-prompt", "9:3")
     page.find_element(By.ID, "serve-run").click()
