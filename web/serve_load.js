@@ -36,7 +36,7 @@ function serveBody(clients) {
       concurrency: clients, requests: Number($('serve-requests').value),
       prompt_len: $('serve-prompt').value.trim(), output_len: $('serve-output').value.trim(),
       parallel: Number($('serve-parallel').value), prefill_chunk: Number($('serve-chunk').value),
-      ctx_size: 0, ramp_s: Number($('serve-ramp').value),
+      ctx_size: 0, ramp_s: Number($('serve-ramp').value), series_points: 200,
     },
   };
   if ($('sim-link').value) body.link = $('sim-link').value;

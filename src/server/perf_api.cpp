@@ -74,6 +74,7 @@ perf::ServeOptions serve_options(const json& s) {
   o.load.prefix_share = get_or<double>(s, "prefix_share", 0);
   o.load.prefix_tokens = get_or<int>(s, "prefix_len", 0);
   o.load.seed = get_or<uint64_t>(s, "seed", 1);
+  o.series_points = get_or<int>(s, "series_points", o.series_points);
   perf::check_load(o.load);
   if (o.load.requests * o.load.output.hi > kMaxApiTokens)
     throw Error("'serve': requests x output_len must be at most " + std::to_string(kMaxApiTokens) + " tokens");

@@ -4,7 +4,8 @@ KVLAB_E2E_URL). KVLAB_E2E_SCREENSHOT=docs/img/web-page.png also saves a
 screenshot of the page after the simulation and the race,
 KVLAB_E2E_LOOP_SCREENSHOT=docs/img/web-loop.png one of the loop section and
 KVLAB_E2E_LAYOUT_SCREENSHOT=docs/img/web-layout.png one of a simulation over
-two devices."""
+two devices and KVLAB_E2E_SERVE_SCREENSHOT=docs/img/web-serve.png one of the
+serving-load panel."""
 import os
 import time
 
@@ -277,12 +278,12 @@ def test_serving_load(page):
     assert [r.find_element(By.TAG_NAME, "th").text for r in rows] == [
         "time to first token", "inter-token latency", "end to end"]
     assert "8 clients started together" in text(page, "serve-status")
-    if SERVE_SCREENSHOT:
-        save_section(page, "simulate", SERVE_SCREENSHOT)
 
     sweep, running, waiting = run_serve_load(page, clients=64)
     many = sweep[-1]["serve"]
     assert max(running) == 32 and max(waiting) > 0  # the slots are full and the rest queue
+    if SERVE_SCREENSHOT:
+        save_section(page, "serve-load", SERVE_SCREENSHOT)
     assert many["throughput_tok_s"] > 1.5 * few["throughput_tok_s"]
     assert many["ttft_ms"]["p50"] > few["ttft_ms"]["p50"]
 

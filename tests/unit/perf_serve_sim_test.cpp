@@ -81,6 +81,20 @@ TEST(ServeSim, QueueLimitRejectsBeyondTheFreeSlots) {
   EXPECT_EQ(r.max_waiting, 2);
 }
 
+TEST(ServeSim, TimeSeriesIsEvenlySpacedInTime) {
+  // 5 prefill passes (4 x 13.8 ms, 9.8 ms), then 99 decode passes of 1.1 ms:
+  // spaced by pass, most rows would fall in the decode tail.
+  ServeOptions o = closed_loop(1, 1, 600, 100);
+  o.series_points = 11;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  ASSERT_EQ(r.series.size(), 11u);
+  const double step = r.series[1].t_s - r.series[0].t_s;
+  for (size_t i = 1; i < r.series.size(); ++i) EXPECT_NEAR(r.series[i].t_s - r.series[i - 1].t_s, step, 1e-9);
+  // From the first pass's start to the last's.
+  EXPECT_NEAR(step * 10, 4 * 13.8e-3 + 9.8e-3 + 98 * 1.1e-3, 1e-9);
+  for (const ServeSample& x : r.series) EXPECT_EQ(x.running, 1);
+}
+
 TEST(ServeSim, SmallKvPoolAdmitsOneRequestAtATime) {
   // Budget 32 + 32 = 64 positions = 4 blocks each; the pool holds 4 blocks.
   ServeOptions o = closed_loop(4, 4, 32, 32);

@@ -125,6 +125,24 @@ ServeSim::ServeSim(const ServeOptions& o, const PassPricer& price)
   r_.kv_blocks = sched_.kv_blocks;
 }
 
+// The state at `points` evenly spaced times: at each, the last sample taken
+// by then. Passes are not evenly spaced (a long prefill pass, then short
+// decode passes), so spacing by sample index would stretch some states
+// over others' time.
+std::vector<ServeSample> thin_series(const std::vector<ServeSample>& samples, size_t points) {
+  if (samples.size() <= points) return samples;
+  const double t0 = samples.front().t_s, span = samples.back().t_s - t0;
+  std::vector<ServeSample> rows;
+  size_t j = 0;
+  for (size_t i = 0; i < points; ++i) {
+    const double t = points == 1 ? t0 : t0 + span * double(i) / double(points - 1);
+    while (j + 1 < samples.size() && samples[j + 1].t_s <= t) ++j;
+    rows.push_back(samples[j]);
+    rows.back().t_s = t;
+  }
+  return rows;
+}
+
 ServeResult ServeSim::run() {
   if (o_.load.rate > 0) {
     push(reqs_[0].load.arrival_s, Event::Arrival);
@@ -152,11 +170,7 @@ ServeResult ServeSim::run() {
     r_.requests_per_s = double(r_.completed) / r_.duration_s;
     r_.mean_in_system = in_system_area_ / r_.duration_s;
   }
-  // Thin the kept samples to the asked-for rows, evenly.
-  std::vector<ServeSample> rows;
-  const size_t n = r_.series.size(), k = std::min(n, size_t(o_.series_points));
-  for (size_t i = 0; i < k; ++i) rows.push_back(r_.series[k == 1 ? 0 : i * (n - 1) / (k - 1)]);
-  r_.series = std::move(rows);
+  r_.series = thin_series(r_.series, size_t(o_.series_points));
   return r_;
 }
 
