@@ -285,18 +285,8 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
     return attn_chunks(it.first, it.n_pos) == 1;
   });
   if (items.size() >= scratch.split_below || one_chunk_each) {
-    // Most chunks first, so the threads' last tasks are short ones (longest
-    // processing time first, Graham 1969: within 4/3 of the best split into
-    // whole items). In batch order, a decode batch of sequences at growing
-    // positions ended on its longest items: one thread ran the last while
-    // the other waited.
-    std::vector<uint32_t>& order = scratch.order;
-    order.resize(items.size());
-    for (size_t i = 0; i < items.size(); ++i) order[i] = uint32_t(i);
-    auto chunks = [&](uint32_t i) { return attn_chunks(items[i].first, items[i].n_pos); };
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return chunks(a) > chunks(b); });
-    pool.run(items.size(), [&](size_t task, int thread) {
-      const AttnItem& it = items[order[task]];
+    pool.run(items.size(), [&](size_t i, int thread) {
+      const AttnItem& it = items[i];
       attend(it.q, group, it.kv, it.first, it.n_pos, head_dim, scale, thread_scratch(thread), it.out);
     });
     return;

@@ -130,7 +130,6 @@ struct AttnScratch {
   };
   std::unique_ptr<ChunksDone[]> chunks_done;
   RangeSplit split;  // a split batch's chunks still to do, per thread
-  std::vector<uint32_t> order;  // a batch run a task per item: the items' order
 };
 // All items on the pool, with the same arithmetic whether an item's chunks
 // run on one thread or many.
