@@ -8,6 +8,8 @@
 //   attend_step/<kv type>/pos:<n>/layers:<L>   (best ISA)
 //   attend_batch/<kv type>/pos:<100|2048>/layers:<L>/threads:2/<isa>
 //   attend_batch/<kv type>/pos:2048/layers:<1|90>/threads:<1|2>/<isa>
+//   attend_seqs/f16/seqs:<B>/layers:30/threads:2     (best ISA)
+//   attend_seqs/f16/seqs:1/pos:<sum>/layers:30/threads:2
 //
 // attend_step is one decode step's attention on one thread: all 3 KV heads
 // of L layers, each layer's K and V in its own buffer, head-major as in the
@@ -26,11 +28,20 @@
 // layers:90 (DRAM) also run on 1 thread, to show what the second thread adds
 // (docs/performance-log.md, "Attention and the KV cache").
 //
+// attend_seqs is a decode pass of B sequences at different positions (spread
+// evenly over 100 .. 2000, as the server's streams are), 3 KV heads each,
+// in one attend_batch call per layer; seqs:1/pos:<sum> is one sequence as
+// long as the B together, the same K/V bytes. Their bytes/s side by side is
+// the cost of batching: what a pass spends per sequence besides its rows.
+//
 // bytes/s counts the K and V rows read (2 * n_pos * one head's row bytes);
 // at pos:4096 with f16 that is 1 MiB per KV head, more than L2 on most CPUs.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "common/huge_buffer.h"
 #include "kernels/attention.h"
@@ -149,7 +160,65 @@ void BM_attend_batch(benchmark::State& state, DType kv_type, int n_pos, int laye
   state.counters["pos/s"] = rate(double(layers) * double(kKvHeads) * double(n_pos));
 }
 
+// Sequence s of B at position 100 + 1900 s / (B - 1).
+std::vector<int> spread_positions(int n_seq) {
+  std::vector<int> pos;
+  for (int s = 0; s < n_seq; ++s) pos.push_back(n_seq == 1 ? 2000 : 100 + 1900 * s / (n_seq - 1));
+  return pos;
+}
+
+void BM_attend_seqs(benchmark::State& state, const std::vector<int>& positions, int layers) {
+  use_best_isa();
+  constexpr DType kType = DType::F16;
+  std::vector<StepKv> seqs;  // each sequence's rows of every layer
+  int longest = 0;
+  double bytes = 0;
+  for (int n : positions) {
+    seqs.emplace_back(kType, n, layers);
+    bytes += seqs.back().bytes();
+    longest = std::max(longest, n);
+  }
+  const size_t n_items = positions.size() * kKvHeads, item_floats = kGroup * kHeadDim;
+  const auto q = random_floats(n_items * item_floats, 5);
+  std::vector<float> out(n_items * item_floats);
+  kernels::ThreadPool pool(2);
+  kernels::AttnScratch scratch(kGroup, kHeadDim, pool.size(), longest);
+  const float scale = 1.0f / std::sqrt(float(kHeadDim));
+  std::vector<kernels::AttnItem> items(n_items);
+  for (auto _ : state) {
+    for (int l = 0; l < layers; ++l) {
+      for (size_t i = 0; i < n_items; ++i)
+        items[i] = {q.data() + i * item_floats, seqs[i / kKvHeads].view(l, i % kKvHeads),
+                    positions[i / kKvHeads], out.data() + i * item_floats};
+      kernels::attend_batch(items, kGroup, kHeadDim, scale, pool, scratch);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["bytes/s"] = rate(bytes);
+}
+
+void register_seqs() {
+  constexpr int kLayers = 30;
+  for (int n_seq : {1, 2, 4, 8, 16}) {
+    const std::vector<int> spread = spread_positions(n_seq);
+    int sum = 0;
+    for (int p : spread) sum += p;
+    const std::string seqs = "attend_seqs/f16/seqs:" + std::to_string(n_seq);
+    const std::string one = "attend_seqs/f16/seqs:1/pos:" + std::to_string(sum);
+    benchmark::RegisterBenchmark((seqs + "/layers:30/threads:2").c_str(), BM_attend_seqs, spread, kLayers)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    if (n_seq > 1)
+      benchmark::RegisterBenchmark((one + "/layers:30/threads:2").c_str(), BM_attend_seqs, std::vector<int>{sum},
+                                   kLayers)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+  }
+}
+
 int register_all() {
+  register_seqs();
   for (DType kv : {DType::F16, DType::Q8_0})
     for (int layers : {1, 30}) {
       const std::string name = "attend_step/" + dtype_name(kv) + "/pos:2048/layers:" + std::to_string(layers);

@@ -30,6 +30,7 @@ struct ServeOptions {
   int parallel = 4;
   int max_queue = 32;
   int prefill_chunk = 128;
+  double pass_target_ms = -1;  // auto
   int kv_blocks = 0;
   engine::DraftOptions draft;
   std::string api_key;
@@ -124,6 +125,7 @@ void serve(const ServeOptions& o) {
   so.sched.n_seq = o.parallel;
   so.sched.max_queue = o.max_queue;
   so.sched.prefill_chunk = o.prefill_chunk;
+  so.sched.pass_target_ms = o.pass_target_ms;
   so.sched.kv_blocks = o.kv_blocks;
   so.sched.draft = o.draft;
   so.sched.n_threads = o.model.threads;
@@ -211,9 +213,10 @@ void add_serve_command(CLI::App& root) {
   app->add_option("--max-queue", o->max_queue, "requests that may wait for a slot; more get 503 + Retry-After")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  app->add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per batch (chunked prefill)")
+  app->add_option("--prefill-chunk", o->prefill_chunk, "most prompt tokens per batch (chunked prefill)")
       ->capture_default_str()
       ->check(CLI::Range(1, 8192));
+  add_pass_target_option(*app, o->pass_target_ms, "chunked prefill");
   add_draft_options(*app, o->draft);
   app->callback([o] { serve(*o); });
 }

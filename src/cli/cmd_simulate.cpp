@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "common/error.h"
 #include "lab/hardware/hardware.h"
 #include "lab/hardware/interconnect.h"
@@ -50,6 +51,7 @@ struct SimulateOptions {
   perf::ServeLoad load;
   std::string prompt_len = "512", output_len = "128";
   int parallel = 4, ctx_size = 4096, prefill_chunk = 128, max_queue = 32, kv_blocks = 0;
+  double pass_target_ms = -1;  // auto
   double pass_overhead_us = 0, row_overhead_us = 0;
 };
 
@@ -111,6 +113,7 @@ perf::ServeOptions serve_options(const SimulateOptions& o) {
   so.sched.n_seq = o.parallel;
   so.sched.n_ctx = o.ctx_size;
   so.sched.prefill_chunk = o.prefill_chunk;
+  so.sched.pass_target_ms = o.pass_target_ms;
   so.sched.max_queue = o.max_queue;
   so.sched.kv_blocks = o.kv_blocks;
   so.load = o.load;
@@ -181,9 +184,10 @@ void add_serve_options(CLI::App& app, SimulateOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   app.add_option("--ctx-size", o.ctx_size, "--serve: context per slot")->capture_default_str()->check(CLI::Range(2, 1 << 20));
-  app.add_option("--prefill-chunk", o.prefill_chunk, "--serve: prompt tokens per pass")
+  app.add_option("--prefill-chunk", o.prefill_chunk, "--serve: most prompt tokens per pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 8192));
+  add_pass_target_option(app, o.pass_target_ms, "--serve");
   app.add_option("--max-queue", o.max_queue, "--serve: requests that may wait for a slot")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -79,6 +80,30 @@ void add_draft_options(CLI::App& app, engine::DraftOptions& o) {
   app.add_option("--draft-ngram", o.ngram_max, "the longest context suffix that --draft looks up")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
+}
+
+void add_pass_target_option(CLI::App& app, double& ms, const std::string& help) {
+  // "auto" is the scheduler's negative value; a number must be all of the
+  // text (std::stod alone would take "5ms" as 5).
+  static const CLI::Validator ms_or_auto(
+      [](std::string& v) -> std::string {
+        if (v == "auto") return "";
+        size_t used = 0;
+        double x = -1;
+        try {
+          x = std::stod(v, &used);
+        } catch (const std::exception&) {
+        }
+        if (used == v.size() && x >= 0 && x <= 60000) return "";
+        return "must be auto or milliseconds from 0 to 60000, got '" + v + "'";
+      },
+      "MS|auto");
+  app.add_option_function<std::string>(
+         "--pass-target-ms", [&ms](const std::string& v) { ms = v == "auto" ? -1 : std::stod(v); },
+         help + ": the time a pass with decode rows aims at; its prompt chunk is cut to fit, as the passes' measured "
+                "costs predict (auto: twice a decode-only pass; 0: off, every pass takes --prefill-chunk tokens)")
+      ->check(ms_or_auto)
+      ->default_str("auto");
 }
 
 void add_session_options(CLI::App& app, ModelOptions& o) {

@@ -35,6 +35,9 @@ void add_residency_option(CLI::App& app, bool& mmap);   // --mmap
 gguf::Residency residency(bool mmap);
 void add_session_options(CLI::App& app, ModelOptions& o);  // -c -t --no-kv-cache --kv-type
 void add_draft_options(CLI::App& app, engine::DraftOptions& o);  // --draft --draft-ngram
+// --pass-target-ms (engine::SchedulerOptions::pass_target_ms): a number of
+// milliseconds from 0 (off) up, or auto; `help` leads its help text.
+void add_pass_target_option(CLI::App& app, double& ms, const std::string& help);
 
 struct Loaded {
   std::unique_ptr<model::Model> model;

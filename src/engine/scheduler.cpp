@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -12,6 +13,7 @@ SchedulerOptions checked(SchedulerOptions o) {
   if (o.n_seq < 1) throw Error("--parallel must be >= 1");
   if (o.n_ctx < 2) throw Error("context size must be >= 2");
   o.prefill_chunk = std::clamp(o.prefill_chunk, 1, o.n_ctx);
+  if (std::isnan(o.pass_target_ms)) throw Error("--pass-target-ms must be a number of milliseconds, or auto");
   if (o.draft.max_tokens < 0 || o.draft.max_tokens > kMaxDraftTokens)
     throw Error("--draft must be 0 to " + std::to_string(kMaxDraftTokens));
   if (o.draft.ngram_max < 1) throw Error("--draft-ngram must be at least 1");
@@ -25,6 +27,16 @@ SchedulerOptions checked(SchedulerOptions o) {
 }
 
 int max_pass_tokens(const SchedulerOptions& o) { return o.prefill_chunk + o.n_seq * (1 + o.draft.max_tokens); }
+
+int prefill_budget(const SchedulerOptions& o, const PassCosts& costs, int decode_rows) {
+  if (o.pass_target_ms == 0 || decode_rows == 0 || !costs.decode_known()) return o.prefill_chunk;
+  const int fewest = std::min(kMinPrefillChunk, o.prefill_chunk);
+  if (!costs.prefill_known()) return fewest;
+  const double target = o.pass_target_ms > 0 ? o.pass_target_ms : kAutoPassTarget * costs.decode_ms();
+  // target = decode + tokens * per token (the linear cost PassCosts measures).
+  const double fit = (target - costs.decode_ms()) / costs.prefill_token_ms();
+  return int(std::clamp(fit, double(fewest), double(o.prefill_chunk)));
+}
 
 int admission_budget(const SchedulerOptions& o, int prompt_tokens, int max_tokens) {
   return int(std::min<int64_t>(o.n_ctx, int64_t(prompt_tokens) + std::max(max_tokens, 0)));
@@ -114,9 +126,12 @@ StepPlan Scheduler::schedule() {
   n_rows_ = 0;
   for (auto& s : slots_)
     if (s && !s->prefilling) add_decode_rows(*s, plan);
-  int budget = opt_.prefill_chunk;
+  plan.decode_rows = int(plan.rows.size());
+  const int chunk = prefill_budget(opt_, costs_, plan.decode_rows);
+  int budget = chunk;
   for (auto& s : slots_)
     if (s && s->prefilling && budget > 0) budget -= add_prefill_rows(*s, budget, plan);
+  plan.prefill_tokens = chunk - budget;
   return plan;
 }
 

@@ -5,8 +5,11 @@
 // into one StepPlan per pass:
 //  - a decode row for each running sequence, with its prompt-lookup drafts
 //    after it when speculative decoding is on (engine/speculative.h);
-//  - then chunks of the prompts still prefilling, prefill_chunk tokens in
-//    all (chunked prefill, so a long prompt does not stall running streams).
+//  - then chunks of the prompts still prefilling, prefill_budget tokens in
+//    all (chunked prefill, so a long prompt does not stall running streams):
+//    at most prefill_chunk, fewer while streams decode when the passes'
+//    measured costs (engine/pass_costs.h) say more would take the pass past
+//    its time target.
 // KV memory is a pool of 16-position blocks (kv::BlockManager). A request is
 // admitted only when the pool can give it blocks for its whole budget
 // (prompt + max_tokens, capped by the context), so a running sequence never
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "engine/ngram_draft.h"
+#include "engine/pass_costs.h"
 #include "engine/sequence.h"
 #include "kv/block_manager.h"
 #include "model/model.h"
@@ -34,7 +38,11 @@ struct SchedulerOptions {
   int n_seq = 4;             // --parallel
   int n_ctx = 2048;          // per sequence
   int n_threads = 0;         // 0: all cores
-  int prefill_chunk = 128;   // prompt tokens per iteration (all prefilling sequences together)
+  int prefill_chunk = 128;   // most prompt tokens per iteration (all prefilling sequences together)
+  // --pass-target-ms: the time a pass with decode rows aims at, the streams'
+  // inter-token latency. < 0: auto, kAutoPassTarget times a decode-only
+  // pass; 0: off, every pass takes prefill_chunk prompt tokens.
+  double pass_target_ms = -1;
   int max_queue = 64;        // waiting requests beyond the slots; more: rejected
   tensor::DType kv_type = tensor::DType::F16;
   int kv_blocks = 0;         // KV pool size in 16-position blocks; 0: n_seq full contexts
@@ -52,6 +60,21 @@ int max_pass_tokens(const SchedulerOptions& o);
 // The KV positions a request is admitted with: its prompt and every token it
 // may generate, capped by the context (Scheduler::admit takes the blocks for
 // all of them at once, so a running sequence never runs out).
+// The auto pass target, in decode-only passes: a pass that carries a
+// prompt chunk may take twice the time of one that does not, so a long
+// prompt at most doubles the streams' inter-token latency while it
+// prefills, and still advances by a decode pass's worth of time per pass.
+constexpr double kAutoPassTarget = 2.0;
+// The fewest prompt tokens a pass takes (with prefill_chunk the lesser):
+// one KV block, so a prompt advances even when the decode rows alone take
+// the pass past its target, and a chunk the first cost estimate comes from.
+constexpr int kMinPrefillChunk = 16;
+// The prompt tokens the next pass may take, with `decode_rows` sequences
+// decoding: all of prefill_chunk with the target off, no stream decoding, or
+// no decode-only pass measured yet; else as many as the measured costs fit
+// in the target, between kMinPrefillChunk and prefill_chunk (the smallest
+// until a prompt token's cost is measured).
+int prefill_budget(const SchedulerOptions& o, const PassCosts& costs, int decode_rows);
 int admission_budget(const SchedulerOptions& o, int prompt_tokens, int max_tokens);
 // Whether the queue takes `incoming` more requests while `waiting` wait and
 // `running` slots are busy: up to max_queue beyond the free slots, which
@@ -77,6 +100,8 @@ struct StepPlan {
   std::vector<model::BatchEntry> batch;
   std::vector<Rows> rows;
   std::vector<std::pair<Sequence*, int>> advanced;  // positions each sequence's entries add
+  int decode_rows = 0;     // sequences decoding
+  int prefill_tokens = 0;  // prompt tokens
   bool empty() const { return batch.empty(); }
 };
 
@@ -105,6 +130,9 @@ class Scheduler {
   StepPlan schedule();
   // After the pass: the sequences' new positions are in the cache.
   void advance(const StepPlan& plan);
+  // The pass took `ms` (PassCosts::observe): it sizes the next chunks.
+  void observe(const StepPlan& plan, double ms) { costs_.observe(plan.decode_rows, plan.prefill_tokens, ms); }
+  const PassCosts& costs() const { return costs_; }
   // After rejected drafts: the sequence keeps n_past positions.
   void truncate(Sequence& s);
   // Frees the sequence's slot and blocks (destroys it).
@@ -124,6 +152,7 @@ class Scheduler {
   std::deque<WaitingRequest> waiting_;
   std::vector<std::unique_ptr<Sequence>> slots_;  // index = slot; null when free
   std::atomic<int> running_{0};
+  PassCosts costs_;
   size_t n_rows_ = 0;  // logits rows of the plan being built
 };
 

@@ -147,6 +147,7 @@ void ServingEngine::step() {
 
   const StepPlan plan = scheduler_.schedule();
   if (plan.empty()) return;
+  const Clock::time_point start = Clock::now();
   std::span<const float> logits;
   try {
     logits = runner_.step(plan.batch);
@@ -162,6 +163,8 @@ void ServingEngine::step() {
     if (s->prefilling && s->req.max_tokens == 0 && s->n_past == int(s->req.prompt.size())) silent.push_back(s);
 
   std::vector<Sampled> sampled = sample_rows(plan, logits);
+  // The pass as a stream waits for it: the forward pass and the sampling.
+  scheduler_.observe(plan, ms_between(start, Clock::now()));
   for (size_t i = 0; i < plan.rows.size(); ++i)
     if (plan.rows[i].sample) apply(plan.rows[i], sampled[i]);
   for (Sequence* s : silent) {

@@ -226,7 +226,10 @@ TEST(CliErrors, BadOptions) {
            {"diagnose --decode-tok-s 0", "--decode-tok-s: must be above 0, got 0"},
            {"diagnose --ttft-ms fast", "--ttft-ms: expected a number, got 'fast'"},
            {"run -p hi --draft 65", "--draft: Value 65 not in range 0 to 64"},
-           {"run -p hi --draft 2 --draft-ngram 0", "--draft-ngram: Value 0 not in range 1 to 16"}}) {
+           {"run -p hi --draft 2 --draft-ngram 0", "--draft-ngram: Value 0 not in range 1 to 16"},
+           {"serve --pass-target-ms 5ms", "--pass-target-ms: must be auto or milliseconds from 0 to 60000, got '5ms'"},
+           {"simulate --serve --pass-target-ms -1",
+            "--pass-target-ms: must be auto or milliseconds from 0 to 60000, got '-1'"}}) {
     r = run_kvlab(args);
     EXPECT_NE(r.status, 0) << args;
     EXPECT_EQ(r.err.substr(0, r.err.find('\n')), line) << args;

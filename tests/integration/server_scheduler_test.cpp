@@ -14,10 +14,13 @@
 
 #include "common/log_softmax.h"
 #include "common/models.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
 #include "engine/serving_engine.h"
 #include "engine/session.h"
 #include "grammar/json_grammar.h"
 #include "grammar/matcher.h"
+#include "kv/cache.h"
 #include "sample/grammar_vocab.h"
 #include "sample/sampler.h"
 #include "server/choices.h"
@@ -64,11 +67,11 @@ engine::GenRequest greedy(const test::LoadedModel& lm, const std::string& prompt
   return r;
 }
 
-TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
+// Four greedy requests on three slots (one waits) equal single-sequence
+// sessions, whatever chunks `so` cuts their prompts into.
+void expect_batched_greedy_equals_single(const engine::SchedulerOptions& so) {
   const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
   server::Metrics metrics;
-  engine::SchedulerOptions so = pool_of(3, 256);  // four requests: one waits for a slot
-  so.prefill_chunk = 7;  // prompts are prefilled in several chunks, next to running decodes
   engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
 
   const std::vector<std::string> prompts = {"The capital of France is", "Once upon a time, in a land far away,",
@@ -96,6 +99,93 @@ TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
   EXPECT_EQ(g.running, 0);
   EXPECT_EQ(g.waiting, 0);
   EXPECT_EQ(g.kv_blocks_used, 0);
+}
+
+TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
+  engine::SchedulerOptions so = pool_of(3, 256);  // four requests: one waits for a slot
+  so.prefill_chunk = 7;  // prompts are prefilled in several chunks, next to running decodes
+  expect_batched_greedy_equals_single(so);
+}
+
+TEST(ServerScheduler, PassTargetChunksKeepGreedyOutput) {
+  // A target no pass meets: chunks of kMinPrefillChunk next to decode rows,
+  // of prefill_chunk without, as the measured times fall.
+  engine::SchedulerOptions so = pool_of(3, 256);
+  so.prefill_chunk = 24;
+  so.pass_target_ms = 1e-3;
+  expect_batched_greedy_equals_single(so);
+}
+
+// The Scheduler alone, its pass costs fed by hand: the requests' sequences
+// are made, planned and advanced as ServingEngine does, with no model run.
+struct PlannedPasses {
+  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+  sample::GrammarVocab vocab{*lm.tok};
+  engine::SchedulerOptions so;
+  kv::Cache cache;
+  engine::Scheduler sched;
+  explicit PlannedPasses(const engine::SchedulerOptions& o)
+      : so(engine::checked(o)),
+        cache(model::kv_shape(lm.model->config()), so.n_ctx, so.n_seq, so.kv_type, so.kv_blocks),
+        sched(so, cache) {}
+  void submit(int prompt_tokens, int max_tokens) {
+    std::vector<engine::WaitingRequest> w(1);
+    w[0].req.prompt.assign(size_t(prompt_tokens), 1000);
+    w[0].req.max_tokens = max_tokens;
+    w[0].handle = std::make_shared<engine::Handle>();
+    ASSERT_TRUE(sched.enqueue(w));
+    sched.admit([&](engine::WaitingRequest&& r, int slot, int reused) {
+      return std::make_unique<engine::Sequence>(slot, std::move(r.req), r.handle, r.arrival, reused, *lm.tok, vocab);
+    });
+  }
+  // Plans a pass, checks that every decoding sequence has its row, and
+  // advances it as if each sampled row gave a token.
+  engine::StepPlan pass() {
+    engine::StepPlan plan = sched.schedule();
+    int decoding = 0;
+    for (const auto& s : sched.slots()) decoding += s && !s->prefilling;
+    EXPECT_EQ(plan.decode_rows, decoding);
+    sched.advance(plan);
+    for (const engine::StepPlan::Rows& r : plan.rows) {
+      if (!r.sample) continue;
+      r.seq->prefilling = false;
+      r.seq->tokens.push_back(1000);
+    }
+    return plan;
+  }
+};
+
+TEST(ServerScheduler, PrefillChunkShrinksToTheMeasuredPassTarget) {
+  engine::SchedulerOptions o = pool_of(9, 2304);
+  o.prefill_chunk = 128;
+  o.pass_target_ms = 40;
+  PlannedPasses p(o);
+  for (int i = 0; i < 8; ++i) p.submit(16, 1000);
+  // No stream decodes yet: the eight prompts go at the full chunk.
+  EXPECT_EQ(p.pass().prefill_tokens, 128);
+  // Decode-only passes of 8 rows take 20 ms.
+  for (int i = 0; i < 4; ++i) {
+    const engine::StepPlan plan = p.pass();
+    ASSERT_EQ(plan.decode_rows, 8);
+    ASSERT_EQ(plan.prefill_tokens, 0);
+    p.sched.observe(plan, 20);
+  }
+  // A 2000-token prompt arrives. Its first chunk is the smallest, which
+  // measures a prompt token (1 ms); then 20 tokens fill the 40 ms.
+  p.submit(2000, 10);
+  engine::StepPlan plan = p.pass();
+  EXPECT_EQ(plan.decode_rows, 8);
+  EXPECT_EQ(plan.prefill_tokens, engine::kMinPrefillChunk);
+  p.sched.observe(plan, 20 + plan.prefill_tokens * 1.0);
+  for (int i = 0; i < 5; ++i) {
+    plan = p.pass();
+    EXPECT_EQ(plan.decode_rows, 8);
+    EXPECT_EQ(plan.prefill_tokens, 20);
+    p.sched.observe(plan, 20 + plan.prefill_tokens * 1.0);
+  }
+  // With the target off, the same state takes the fixed chunk.
+  o.pass_target_ms = 0;
+  EXPECT_EQ(engine::prefill_budget(engine::checked(o), p.sched.costs(), 8), 128);
 }
 
 TEST(ServerScheduler, StopStringsCancelAndQueueLimit) {

@@ -68,6 +68,7 @@ std::string render_json(const ServingSimulation& s) {
              {{"parallel", e.n_seq},
               {"ctx", e.n_ctx},
               {"prefill_chunk", e.prefill_chunk},
+              {"pass_target_ms", e.pass_target_ms < 0 ? json("auto") : json(e.pass_target_ms)},
               {"max_queue", e.max_queue},
               {"pass_overhead_us", s.serve.overhead.pass_s * 1e6},
               {"row_overhead_us", s.serve.overhead.sampled_row_s * 1e6}}},
@@ -92,6 +93,7 @@ std::string render_md(const ServingSimulation& s) {
   o << "# Serving simulation: " << s.model_id << " on " << s.hw.name << "\n\n";
   o << "Load: " << load_text(s.serve.load) << ".\n";
   o << "Engine: --parallel " << e.n_seq << ", --ctx " << e.n_ctx << ", --prefill-chunk " << e.prefill_chunk
+    << ", --pass-target-ms " << (e.pass_target_ms < 0 ? "auto" : fmt_num(e.pass_target_ms))
     << ", --max-queue " << e.max_queue << ", KV pool " << r.kv_blocks << " blocks; per pass +"
     << fmt_seconds(s.serve.overhead.pass_s) << ", per sampled row +" << fmt_seconds(s.serve.overhead.sampled_row_s)
     << "; tp " << s.opt.layout.tp << " x pp " << s.opt.layout.pp << ".\n";

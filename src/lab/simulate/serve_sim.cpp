@@ -92,6 +92,7 @@ class ServeSim {
   const ServeOptions& o_;
   engine::SchedulerOptions sched_;
   const PassPricer& price_;
+  engine::PassCosts costs_;  // the passes' times so far, as the engine measures its own
   std::vector<SimRequest> reqs_;
   size_t next_send_ = 0;        // the next request to arrive
   size_t arrivals_pushed_ = 0;  // arrival events scheduled so far
@@ -260,7 +261,8 @@ void ServeSim::admit() {
 }
 
 // Scheduler::schedule: a decode row per decoding sequence, then the
-// prompts' chunks from the chunk budget, in slot order.
+// prompts' chunks from the chunk budget (engine::prefill_budget, on the
+// simulated passes' times), in slot order.
 void ServeSim::start_pass(double now) {
   busy_ = running_ > 0;
   if (!busy_) return;
@@ -270,7 +272,9 @@ void ServeSim::start_pass(double now) {
       plan_.rows.decode_positions.push_back(reqs_[size_t(id)].n_past);
       plan_.decode_req.push_back(size_t(id));
     }
-  int budget = sched_.prefill_chunk;
+  const int decode_rows = int(plan_.decode_req.size());
+  const int chunk = engine::prefill_budget(sched_, costs_, decode_rows);
+  int budget = chunk;
   for (int64_t id : slots_) {
     if (id < 0 || reqs_[size_t(id)].first_token >= 0 || budget == 0) continue;
     const SimRequest& q = reqs_[size_t(id)];
@@ -281,6 +285,7 @@ void ServeSim::start_pass(double now) {
   }
   const int sampling_rounds = (plan_.rows.sampled_rows() + o_.overhead.sampler_threads - 1) / o_.overhead.sampler_threads;
   const double seconds = price_(plan_.rows) + o_.overhead.pass_s + double(sampling_rounds) * o_.overhead.sampled_row_s;
+  costs_.observe(decode_rows, chunk - budget, seconds * 1e3);  // as the engine times the pass it ran
   sample(now);
   ++r_.passes;
   push(now + seconds, Event::PassDone);

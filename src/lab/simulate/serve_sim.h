@@ -2,7 +2,8 @@
 // load (lab/simulate/serve_load.h). It replays the engine's policy
 // (engine/scheduler.h, engine/serving_engine.cpp), sharing its options and
 // rules where they are functions (SchedulerOptions, checked(),
-// admission_budget(), queue_has_room(), BlockManager::max_reused_blocks()):
+// admission_budget(), queue_has_room(), prefill_budget() with PassCosts,
+// BlockManager::max_reused_blocks()):
 //  - one engine thread loops admit → plan a pass → run it → sample;
 //  - a request queues unless waiting + incoming exceeds max_queue beyond the
 //    free slots (then it is rejected);
@@ -11,7 +12,9 @@
 //    context), less the shared-prefix blocks the cache holds; nothing
 //    overtakes it;
 //  - each pass has a decode row per decoding sequence, then prompt chunks,
-//    prefill_chunk tokens in all, in slot order;
+//    prefill_budget() tokens in all (at most prefill_chunk, fewer to keep a
+//    pass with decode rows near --pass-target-ms by the simulated passes'
+//    times), in slot order;
 //  - tokens come out at the end of the pass that samples them; a request
 //    ends after its output tokens (ignore_eos, as benchmarks run).
 // Events are arrivals and pass completions, in time order (ties in the order
