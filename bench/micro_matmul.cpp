@@ -75,12 +75,14 @@ int register_all() {
       {576, 576, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
       {1536, 576, {DType::Q4_1, DType::Q8_0, DType::F16, DType::BF16, DType::F32}, {1, 64, 512}},
       // Small batches: a speculative verify pass, a server step's decodes.
-      {1536, 576, {DType::Q4_1}, {2, 4, 8}},
+      {1536, 576, {DType::Q4_1, DType::Q8_0}, {2, 4, 8, 16}},
       {576, 1536, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
       {49152, 576, {DType::Q8_0}, {1, 64}},
       // llama.cpp's Q4_K_M / Q5_K_M mixes: K-quant ffn_down, Q5 elsewhere
       {576, 1536, {DType::Q4_K, DType::Q5_K, DType::Q6_K}, {1, 64}},
       {1536, 576, {DType::Q5_0, DType::Q5_1}, {1, 64}},
+      {576, 1536, {DType::Q4_K, DType::Q6_K}, {2, 4, 8, 16}},
+      {1536, 576, {DType::Q5_0}, {2, 4, 8, 16}},
   };
   for (const auto& s : shapes)
     for (DType dt : s.dtypes)

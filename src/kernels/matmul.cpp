@@ -18,11 +18,16 @@ constexpr size_t kTokenTile = 64;
 // Rows-of-8 matrices against this many tokens or more go two groups per
 // kernel call (DotKernel::rows16: one activation broadcast for 16 rows),
 // fewer one group per call. Pairs make pp64 and pp512 about 1.2x as fast;
-// from 1 token they made decode slower (about 0.85x). Under 16 tokens a
-// pass streams its weights from DRAM, and two streams per thread (each half
-// its range) feed it worse than one. `bench/alternate-bench` over builds
-// with other thresholds measures it.
-constexpr size_t kPairTokens = 16;
+// from 1 token they made decode slower (about 0.85x): a pass of a few
+// tokens streams its weights from DRAM, and two streams per thread (each
+// half its range) feed it worse than one. From 8 tokens the pass's
+// arithmetic outlasts its reads (on Zen 4 the rows-of-8 kernels' int8 rate
+// is ~150 GMAC/s per core, 8 tokens of the default model ~1.07 GMAC), and
+// the halved broadcasts win: in cache, 8 tokens of q4_1 1536x576 52 -> 45
+// us; a batched decode step of 8 sequences on the default model 10.2 -> 9.4
+// ms (1 thread, CPU time, best of 3 alternating runs; at 4 tokens pairs
+// left the step as it was). bench/pass-cost measures it end to end.
+constexpr size_t kPairTokens = 8;
 
 // Float tiles (DotKernel::float_tile) from this many tokens on; fewer go 4
 // tokens per weight row pass (dot4). Below it a pass streams its weights

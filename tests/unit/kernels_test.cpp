@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -271,7 +272,7 @@ TEST(Rows8, EqualsScalarReferenceBitwise) {
       const auto& info = tensor::dtype_info(t);
       const DotKernel& ref = dot_kernel(t, Isa::Scalar);
       const size_t per_block = std::max<size_t>(1, info.block_size / tensor::kQK);  // K-quants: 256-wide blocks
-      // 1, 3, 5 and 6 groups of 8 rows: from 16 tokens on, groups go in
+      // 1, 3, 5 and 6 groups of 8 rows: from 8 tokens on, groups go in
       // pairs (DotKernel::rows16), some with one left over.
       for (auto [rows, blocks] : {std::pair<size_t, size_t>{8, 1}, {24, 3}, {40, 19}, {48, 2}}) {
         const size_t cols = blocks * per_block * tensor::kQK;
@@ -292,7 +293,12 @@ TEST(Rows8, EqualsScalarReferenceBitwise) {
           ASSERT_EQ(a, b) << info.name << " row " << r;
         }
         const size_t act_bytes = act_row_bytes(ref.act, cols);
-        for (size_t T : {1u, 2u, 3u, 4u, 5u, 9u, 16u, 33u, 70u}) {
+        // Every small batch (decode steps, speculative drafts: one group or
+        // a pair per call, in one kernel pass or more), then prefill tiles.
+        std::vector<size_t> token_counts(16);
+        std::iota(token_counts.begin(), token_counts.end(), size_t{1});
+        token_counts.insert(token_counts.end(), {33, 70});
+        for (size_t T : token_counts) {
           const auto x = randn(T * cols, uint32_t(T));
           std::vector<float> y(T * rows);
           ThreadPool pool(T % 2 ? 1 : 2);
@@ -354,7 +360,7 @@ TEST(Rows8, ExtremeQuantsEqualScalarReferenceBitwise) {
         WeightMatrix w{t, bytes.data(), rows, cols, plain.size() / rows};
         ASSERT_TRUE(relayout_rows8(w, bytes.data())) << info.name;
         for (float sign : {1.f, -1.f}) {
-          for (size_t T : {1u, 4u, 7u, 17u}) {  // 17: the two groups in one call (rows16)
+          for (size_t T : {1u, 4u, 7u, 8u, 17u}) {  // from 8: the two groups in one call (rows16)
             const std::vector<float> x(T * cols, sign);  // every activation quantizes to +-127
             std::vector<float> y(T * rows);
             ThreadPool pool(2);
