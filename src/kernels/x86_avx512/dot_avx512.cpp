@@ -38,6 +38,7 @@
 // below, where they halve the broadcast loads rather than the arithmetic.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -422,16 +423,26 @@ void rows8(const void* group, const void* act, size_t a_stride, const float* sca
 // more operations per weight vector on the fifth bits than q4 does
 // (with_fifth_bits), and 16 tokens per pass rather than 8 made q5_0 faster:
 // 1536x576, 1 thread, CPU time, median of 5 alternating rounds, 512 tokens
-// 3819 -> 3507 us, 64 tokens 441 -> 425 us. q4_1 was level (3100 us either
-// way), so the other kinds keep 8.
+// 3698 -> 3567 us, 64 tokens 435 -> 414 us. q4_1 was level (about 3050 us
+// either way), so the other kinds keep 8.
+// A pass is a call of its own: inlined into the loop over passes, the
+// pointer arithmetic of the loop took general registers from the kernel,
+// which then moved pointers through vector registers (q4_1 about 3% slower).
+template <class K, int kTokens>
+[[gnu::noinline]] void rows16_pass(const uint8_t* group, size_t pair_bytes, const uint8_t* act, size_t a_stride,
+                                   const float* scales, size_t s_stride, size_t n_tokens, size_t n, float* y,
+                                   size_t pair_rows, size_t y_stride) {
+  with_tile_count<kTokens>(n_tokens, [&]<int NT>() {
+    group_tokens<K, 16, NT>(group, pair_bytes, act, a_stride, scales, s_stride, n, y, pair_rows, y_stride);
+  });
+}
 template <class K, int kTokens>
 void rows16(const void* group, size_t pair_bytes, const void* act, size_t a_stride, const float* scales,
             size_t s_stride, size_t n_tokens, size_t n, float* y, size_t pair_rows, size_t y_stride) {
-  for_each_tile<kTokens>(n_tokens, [&]<int NT>(size_t t) {
-    group_tokens<K, 16, NT>(static_cast<const uint8_t*>(group), pair_bytes,
+  for (size_t t = 0; t < n_tokens; t += kTokens)
+    rows16_pass<K, kTokens>(static_cast<const uint8_t*>(group), pair_bytes,
                             static_cast<const uint8_t*>(act) + t * a_stride, a_stride, scales + t * s_stride, s_stride,
-                            n, y + t * y_stride, pair_rows, y_stride);
-  });
+                            std::min(size_t(kTokens), n_tokens - t), n, y + t * y_stride, pair_rows, y_stride);
 }
 
 DotKernel with_rows8(DType w, decltype(DotKernel::rows8) rows8, size_t tokens,
