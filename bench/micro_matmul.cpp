@@ -73,7 +73,7 @@ struct Shape {
 int register_all() {
   const std::vector<Shape> shapes = {
       {576, 576, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},
-      {1536, 576, {DType::Q4_1, DType::Q8_0, DType::F16, DType::BF16, DType::F32}, {1, 64, 512}},
+      {1536, 576, {DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::F16, DType::BF16, DType::F32}, {1, 64, 512}},
       // Small batches: a speculative verify pass, a server step's decodes.
       {1536, 576, {DType::Q4_1, DType::Q8_0}, {2, 4, 8, 16}},
       {576, 1536, {DType::Q4_1, DType::Q8_0, DType::F16}, {1, 64, 512}},

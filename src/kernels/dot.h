@@ -66,7 +66,8 @@ struct DotKernel {
   size_t rows8_tokens = 4;
   // Two groups at once, the second `pair_bytes` after the first and its
   // results `pair_rows` after the first's in y, with rows8's results, bit for
-  // bit. nullptr: none; rows8 does the groups one by one.
+  // bit, against any number of tokens (in passes of the kernel's own size).
+  // nullptr: none; rows8 does the groups one by one.
   void (*rows16)(const void* group, size_t pair_bytes, const void* act, size_t act_stride, const float* scales,
                  size_t scales_stride, size_t n_tokens, size_t n, float* y, size_t pair_rows, size_t y_stride) = nullptr;
   // Float weights: the prefill tile (FloatTile above). nullptr: none; dot4

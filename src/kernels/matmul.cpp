@@ -60,12 +60,10 @@ void multiply_rows(const DotKernel& k, const WeightMatrix& w, const Acts& a, siz
     // kernel set pairs them: two sequential streams of half the range each,
     // with the same bits as rows8.
     const size_t groups = (r1 - r0) / kRows8, half = k.rows16 && t1 - t0 >= kPairTokens ? groups / 2 : 0;
-    for (size_t i = 0; i < half; ++i) {
+    for (size_t i = 0; i < half; ++i) {  // rows16 takes all the tokens, in passes of its own size
       const size_t r = r0 + i * kRows8;
-      tokens([&](size_t t, size_t nt) {
-        k.rows16(w.data + r * w.row_bytes, half * kRows8 * w.row_bytes, act + t * act_bytes, act_bytes,
-                 scales + t * sc_floats, sc_floats, nt, w.cols, y + t * w.rows + r, half * kRows8, w.rows);
-      });
+      k.rows16(w.data + r * w.row_bytes, half * kRows8 * w.row_bytes, act + t0 * act_bytes, act_bytes,
+               scales + t0 * sc_floats, sc_floats, t1 - t0, w.cols, y + t0 * w.rows + r, half * kRows8, w.rows);
     }
     for (size_t r = r0 + 2 * half * kRows8; r < r1; r += kRows8)
       tokens([&](size_t t, size_t nt) {

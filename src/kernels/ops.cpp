@@ -28,6 +28,7 @@ void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float fre
 }
 
 void gelu_mul(float* gate, const float* up, size_t n) {
+  if (active_isa() >= Isa::Avx2) return avx2::gelu_mul(gate, up, n);
   constexpr float kSqrt2OverPi = 0.7978845608f, kCubic = 0.044715f;
   for (size_t i = 0; i < n; ++i) {
     const float x = gate[i];

@@ -18,6 +18,34 @@ __m256 silu_mul8(__m256 g, __m256 u) {
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }
 
+// gelu_tanh(g) * u. 0.5·(1 + tanh(z)) = 1 / (1 + e^-2z), so gelu_tanh(g) =
+// g / (1 + e^-2z) with 2z = g·(2√(2/π) + 2·0.044715·√(2/π)·g²): silu's form
+// (and its clamped e^x) at 2z instead of g.
+__m256 gelu_mul8(__m256 g, __m256 u) {
+  constexpr float kTwoSqrt2OverPi = 1.5957691216f, kTwoCubic = 0.0713548162f;  // 2·0.044715·√(2/π)
+  const __m256 two_z = _mm256_mul_ps(g, _mm256_fmadd_ps(_mm256_mul_ps(g, g), _mm256_set1_ps(kTwoCubic),
+                                                        _mm256_set1_ps(kTwoSqrt2OverPi)));
+  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), two_z));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+// gate[i] = f(gate[i], up[i]) 8 at a time; the last 1-7 through the same
+// formula, padded with zeros.
+template <__m256 (*F)(__m256, __m256)>
+void gated(float* gate, const float* up, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(gate + i, F(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i < n) {
+    alignas(32) float g[8] = {}, u[8] = {};
+    for (size_t t = 0; i + t < n; ++t) {
+      g[t] = gate[i + t];
+      u[t] = up[i + t];
+    }
+    _mm256_store_ps(g, F(_mm256_load_ps(g), _mm256_load_ps(u)));
+    for (size_t t = 0; i + t < n; ++t) gate[i + t] = g[t];
+  }
+}
+
 }  // namespace
 
 // The scalar rmsnorm's arithmetic (squares rounded to float, summed in
@@ -48,19 +76,7 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
   for (; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void silu_mul(float* gate, const float* up, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(gate + i, silu_mul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
-  if (i < n) {  // the last 1-7 through the same formula, padded with zeros
-    alignas(32) float g[8] = {}, u[8] = {};
-    for (size_t t = 0; i + t < n; ++t) {
-      g[t] = gate[i + t];
-      u[t] = up[i + t];
-    }
-    _mm256_store_ps(g, silu_mul8(_mm256_load_ps(g), _mm256_load_ps(u)));
-    for (size_t t = 0; i + t < n; ++t) gate[i + t] = g[t];
-  }
-}
+void silu_mul(float* gate, const float* up, size_t n) { gated<silu_mul8>(gate, up, n); }
+void gelu_mul(float* gate, const float* up, size_t n) { gated<gelu_mul8>(gate, up, n); }
 
 }  // namespace kvlab::kernels::avx2
