@@ -118,6 +118,7 @@ TEST(ServeSim, RampedClientsFallOutOfStep) {
   // one pass, and their successors arrive together again.
   ServeOptions o = closed_loop(4, 40, 128, 32);
   o.sched.prefill_chunk = 512;
+  o.sched.pass_target_ms = 0;  // whole prompts in a pass, as vLLM's token budget plans them
   const ServeResult together = simulate_serve(o, fixed_price);
   // Started over about one request's duration, they stay apart: a
   // successor arrives as its predecessor's last pass ends, waits for the

@@ -278,7 +278,7 @@ MatmulRate measure_matmul(tensor::DType t, uint8_t* buf, size_t buf_bytes, kerne
                           const Timer& timer) {
   MatmulRate r;
   r.weights = std::string(tensor::dtype_info(t).name);
-  MatmulBench b{t, pool, timer};
+  MatmulBench b{t, pool, timer, {}};
   measure_gemv(b, buf, buf_bytes, r);
   measure_gemm(b, buf, r);
   return r;
