@@ -37,6 +37,7 @@ function serveBody(clients) {
       prompt_len: $('serve-prompt').value.trim(), output_len: $('serve-output').value.trim(),
       parallel: Number($('serve-parallel').value), prefill_chunk: Number($('serve-chunk').value),
       ctx_size: 0, ramp_s: Number($('serve-ramp').value), series_points: 200,
+      pass_target_ms: $('serve-target').value.trim() === 'auto' ? 'auto' : Number($('serve-target').value),
     },
   };
   if ($('sim-link').value) body.link = $('sim-link').value;

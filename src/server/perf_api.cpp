@@ -49,6 +49,16 @@ perf::LengthSpec length_field(const json& j, const char* name, int def) {
                             std::string("'") + name + "'");
 }
 
+// --pass-target-ms: "auto" (or absent) is -1, else milliseconds, 0 for
+// fixed chunks.
+double pass_target_field(const json& j) {
+  const auto it = j.find("pass_target_ms");
+  if (it == j.end() || it->is_null() || (it->is_string() && *it == "auto")) return -1;
+  const double ms = get_or<double>(j, "pass_target_ms", -1);
+  if (!(ms >= 0 && ms <= 1e5)) throw Error("'serve': pass_target_ms must be \"auto\" or 0 to 100000 ms");
+  return ms;
+}
+
 // The "serve" object: kvlab simulate --serve's load and server flags. A
 // worker thread runs it, so its work is bounded: generated tokens in all at
 // most kMaxApiTokens.
@@ -62,6 +72,7 @@ perf::ServeOptions serve_options(const json& s) {
   o.sched.prefill_chunk = get_or<int>(s, "prefill_chunk", 128);
   o.sched.max_queue = get_or<int>(s, "max_queue", 32);
   o.sched.kv_blocks = get_or<int>(s, "kv_blocks", 0);
+  o.sched.pass_target_ms = pass_target_field(s);
   if (o.sched.n_seq > 256 || o.sched.n_ctx > (1 << 20) || o.sched.max_queue < 0 || o.sched.max_queue > 4096 ||
       o.sched.kv_blocks < 0 || o.sched.kv_blocks > (1 << 24))
     throw Error("'serve': parallel at most 256, ctx_size at most 1048576, max_queue 0 to 4096, kv_blocks 0 to 16777216");

@@ -265,7 +265,7 @@ def test_serving_load(page):
     clients than slots queue; clients started together share prefill passes,
     and a ramp keeps them apart."""
     sweep, running, waiting = run_serve_load(page, clients=8, requests=64, prompt=2048, output=128, parallel=32,
-                                             chunk=4096, ramp=0)
+                                             chunk=4096, target=0, ramp=0)
     assert [x["clients"] for x in sweep] == [1, 2, 4, 8]
     few = sweep[-1]["serve"]
     assert few["completed"] == 64 and max(running) == 8 and max(waiting) == 0
@@ -297,6 +297,7 @@ def test_serving_load(page):
     assert "LO above HI" in text(page, "serve-status")
     fill(page, "serve-prompt", "512")
     fill(page, "serve-ramp", "0")
+    fill(page, "serve-target", "auto")
 
 
 def test_phases(page):

@@ -470,17 +470,18 @@ def test_api_simulate_and_diagnose():
 def test_api_simulate_serve():
     body = {"model": "llama-3.1-8b", "hw": "h100",
             "serve": {"concurrency": 4, "requests": 20, "prompt_len": "64:256", "output_len": 32, "parallel": 4,
-                      "ramp_s": 0.5}}
+                      "ramp_s": 0.5, "pass_target_ms": 0}}
     r = requests.post(URL + "/api/simulate", json=body)
     assert r.status_code == 200, r.text
-    assert r.json()["load"]["ramp_s"] == 0.5
+    assert r.json()["load"]["ramp_s"] == 0.5 and r.json()["engine"]["pass_target_ms"] == 0
     serve = r.json()["serve"]
     assert serve["completed"] == 20 and serve["output_tokens"] == 20 * 32
     assert 0 < serve["ttft_ms"]["p50"] <= serve["ttft_ms"]["p99"] < serve["e2e_ms"]["p99"]
     assert serve["throughput_tok_s"] > 0 and serve["series"]
     for bad in ({"rate": 0}, {"concurrency": 2, "rate": 3}, {"concurrency": 1, "prompt_len": "9:3"},
                 {"concurrency": 1, "requests": 100000, "output_len": 4096}, {"concurrency": 1, "parallel": "four"},
-                {"concurrency": 2, "ramp_s": -1}, {"rate": 2, "ramp_s": 1}):
+                {"concurrency": 2, "ramp_s": -1}, {"rate": 2, "ramp_s": 1},
+                {"concurrency": 1, "pass_target_ms": "soon"}, {"concurrency": 1, "pass_target_ms": -3}):
         check_error(requests.post(URL + "/api/simulate", json={"serve": bad}), 400)
     check_error(requests.post(URL + "/api/simulate", json={"serve": [1]}), 400)
 
