@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "engine/scheduler.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace kvlab::cli {
@@ -94,8 +95,9 @@ void add_pass_target_option(CLI::App& app, double& ms, const std::string& help) 
           x = std::stod(v, &used);
         } catch (const std::exception&) {
         }
-        if (used == v.size() && x >= 0 && x <= 60000) return "";
-        return "must be auto or milliseconds from 0 to 60000, got '" + v + "'";
+        if (used == v.size() && x >= 0 && x <= engine::kMaxPassTargetMs) return "";
+        return "must be auto or milliseconds from 0 to " + std::to_string(int(engine::kMaxPassTargetMs)) + ", got '" +
+               v + "'";
       },
       "MS|auto");
   app.add_option_function<std::string>(

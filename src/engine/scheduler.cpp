@@ -13,7 +13,8 @@ SchedulerOptions checked(SchedulerOptions o) {
   if (o.n_seq < 1) throw Error("--parallel must be >= 1");
   if (o.n_ctx < 2) throw Error("context size must be >= 2");
   o.prefill_chunk = std::clamp(o.prefill_chunk, 1, o.n_ctx);
-  if (std::isnan(o.pass_target_ms)) throw Error("--pass-target-ms must be a number of milliseconds, or auto");
+  if (std::isnan(o.pass_target_ms) || o.pass_target_ms > kMaxPassTargetMs)
+    throw Error("--pass-target-ms must be auto or 0 to " + std::to_string(int(kMaxPassTargetMs)) + " ms");
   if (o.draft.max_tokens < 0 || o.draft.max_tokens > kMaxDraftTokens)
     throw Error("--draft must be 0 to " + std::to_string(kMaxDraftTokens));
   if (o.draft.ngram_max < 1) throw Error("--draft-ngram must be at least 1");

@@ -57,14 +57,13 @@ SchedulerOptions checked(SchedulerOptions o);
 // Rows one pass may carry: the prefill chunk plus every slot's decode row
 // and drafts.
 int max_pass_tokens(const SchedulerOptions& o);
-// The KV positions a request is admitted with: its prompt and every token it
-// may generate, capped by the context (Scheduler::admit takes the blocks for
-// all of them at once, so a running sequence never runs out).
 // The auto pass target, in decode-only passes: a pass that carries a
 // prompt chunk may take twice the time of one that does not, so a long
 // prompt at most doubles the streams' inter-token latency while it
 // prefills, and still advances by a decode pass's worth of time per pass.
 constexpr double kAutoPassTarget = 2.0;
+// The longest target --pass-target-ms takes (checked() enforces it).
+constexpr double kMaxPassTargetMs = 60000;
 // The fewest prompt tokens a pass takes (with prefill_chunk the lesser):
 // one KV block, so a prompt advances even when the decode rows alone take
 // the pass past its target, and a chunk the first cost estimate comes from.
@@ -75,6 +74,9 @@ constexpr int kMinPrefillChunk = 16;
 // in the target, between kMinPrefillChunk and prefill_chunk (the smallest
 // until a prompt token's cost is measured).
 int prefill_budget(const SchedulerOptions& o, const PassCosts& costs, int decode_rows);
+// The KV positions a request is admitted with: its prompt and every token it
+// may generate, capped by the context (Scheduler::admit takes the blocks for
+// all of them at once, so a running sequence never runs out).
 int admission_budget(const SchedulerOptions& o, int prompt_tokens, int max_tokens);
 // Whether the queue takes `incoming` more requests while `waiting` wait and
 // `running` slots are busy: up to max_queue beyond the free slots, which
