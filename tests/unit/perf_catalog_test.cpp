@@ -167,20 +167,12 @@ TEST(PerfHwProfile, KernelFiguresAreOptionalAndRoundTrip) {
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->gemm_output_s, 1e-10);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->gemm_input_s, 0);
   EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->gemm_output_s, 0);
-  // So are the small-batch costs: absent, a small batch costs one weight read.
-  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->batch_mac_s, 6e-12);
-  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q4_1")->batch_row_s, 1e-9);
-  EXPECT_EQ(p.kernels->find_matmul("q4_1")->batch_tokens, 8);
-  EXPECT_EQ(p.kernels->find_matmul("q8_0")->batch_tokens, 0);
-  EXPECT_DOUBLE_EQ(p.kernels->find_matmul("q8_0")->batch_mac_s, 0);
+  // q4_1's small-batch costs (batch_*) are from profiles of older probes: read past, not refused.
+  EXPECT_TRUE(p.kernels_error.empty()) << p.kernels_error;
   {
     const HwProfile again = parse_hw_profile(hw_profile_to_json(p), "round trip");
-    EXPECT_DOUBLE_EQ(again.kernels->find_matmul("q4_1")->batch_mac_s, 6e-12);
-    EXPECT_EQ(again.kernels->find_matmul("q4_1")->batch_tokens, 8);
-    EXPECT_EQ(again.kernels->find_matmul("q8_0")->batch_tokens, 0);  // still absent, still readable
-    std::string zero = text;
-    zero.replace(zero.find("\"batch_tokens\": 8"), 17, "\"batch_tokens\": 0");
-    EXPECT_NE(parse_hw_profile(zero, "test").kernels_error.find("batch_tokens"), std::string::npos);
+    EXPECT_DOUBLE_EQ(again.kernels->find_matmul("q4_1")->gemm_input_s, 4e-10);
+    EXPECT_DOUBLE_EQ(again.kernels->find_matmul("q8_0")->gemm_input_s, 0);  // still absent, still readable
   }
   EXPECT_EQ(p.kernels->find_matmul("q4_0"), nullptr);
   EXPECT_EQ(p.kernels->find_attention("f16", 96, 3)->head_dim, 64);  // ties go to the first
@@ -410,11 +402,18 @@ TEST(PerfModelCatalog, PricedWeightsAutoFollowsAFilesOwnBits) {
   EXPECT_EQ(priced_weights("auto", catalog).format, "bf16");
   EXPECT_FALSE(priced_weights("auto", catalog).bits);
   EXPECT_EQ(priced_weights("q4_0", catalog).format, "q4_0");
-  // A GGUF file of 5.74 bits per weight (the default model): the nearest
-  // named format is q4_1 (5 bits) rather than q8_0 (8.5), at its own bits.
+  // A GGUF file of 5.74 bits per weight (the default model) whose layers
+  // are q4_1: q4_1 at the file's own bits.
   catalog.file_bits_per_weight = 5.74;
+  catalog.file_layer_dtype = "q4_1";
   EXPECT_EQ(priced_weights("auto", catalog).format, "q4_1");
   EXPECT_DOUBLE_EQ(*priced_weights("auto", catalog).bits, 5.74);
+  // Layers in a dtype the simulator has no format for (q3_k), or none: the
+  // named format nearest in size, q5_0 (5.5 bits) rather than q5_1 (6).
+  catalog.file_layer_dtype = "q3_k";
+  EXPECT_EQ(priced_weights("auto", catalog).format, "q5_0");
+  catalog.file_layer_dtype.reset();
+  EXPECT_EQ(priced_weights("auto", catalog).format, "q5_0");
   EXPECT_EQ(priced_weights("q8_0", catalog).format, "q8_0");  // a name given wins
   EXPECT_FALSE(priced_weights("q8_0", catalog).bits);
 }

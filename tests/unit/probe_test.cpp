@@ -266,7 +266,7 @@ TEST(Probe, QuickProbeFillsEveryField) {
   // and every pass width.
   ASSERT_TRUE(p.kernels);
   EXPECT_EQ(p.kernels->threads, p.threads);
-  EXPECT_EQ(p.kernels->matmul.size(), 6u);
+  EXPECT_EQ(p.kernels->matmul.size(), 11u);
   EXPECT_EQ(p.kernels->attention.size(), 3u * 2u * size_t(kernels::kAttnHeadsPerPass));
   for (const char* kv : {"f32", "f16", "q8_0"})
     for (int hd : {64, 128})
@@ -275,7 +275,7 @@ TEST(Probe, QuickProbeFillsEveryField) {
         ASSERT_NE(a, nullptr) << kv << " " << heads;
         EXPECT_EQ(a->head_dim, hd) << kv << " " << heads;
       }
-  for (const char* w : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"}) {
+  for (const char* w : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"}) {
     const MatmulRate* m = p.kernels->find_matmul(w);
     ASSERT_NE(m, nullptr) << w;
     for (double v : {m->gemv_bytes_per_s, m->gemm_ops_per_s}) {
@@ -289,11 +289,6 @@ TEST(Probe, QuickProbeFillsEveryField) {
       EXPECT_GE(v, 0) << w;
       EXPECT_LT(v, 1e-6) << w;
     }
-    EXPECT_EQ(m->batch_tokens, 8) << w;
-    EXPECT_GE(m->batch_mac_s, 0) << w;
-    EXPECT_LT(m->batch_mac_s, 1e-6) << w;
-    EXPECT_GE(m->batch_row_s, 0) << w;
-    EXPECT_LT(m->batch_row_s, 1e-3) << w;
   }
   for (const AttentionRate& a : p.kernels->attention)
     for (double v : {a.decode_flops_per_s, a.prefill_flops_per_s}) {

@@ -11,8 +11,11 @@ namespace kvlab::perf {
 namespace {
 
 // Block formats: bits = 8 · block bytes / block elements (ggml's layouts):
-// q8_0 = 34 B / 32, q4_1 = 20 B / 32, q4_0 = 18 B / 32.
-constexpr std::array<NumberFormat, 8> kFormats{{
+// q8_0 = 34 B / 32, q4_1 = 20 B / 32, q4_0 = 18 B / 32, q5_0 = 22 B / 32,
+// q5_1 = 24 B / 32; the k-quants' super-blocks of 256: q4_k = 144 B,
+// q5_k = 176 B, q6_k = 210 B. Where two share a size, the first listed is
+// the one nearest_weight_format names.
+constexpr std::array<NumberFormat, 13> kFormats{{
     {"f32", 32.0, Precision::FP32, true, false, "IEEE single"},
     {"f16", 16.0, Precision::FP16, true, false, "IEEE half; the fp16 tensor rate (bf16's where none is printed)"},
     {"bf16", 16.0, Precision::BF16, true, false, "bfloat16"},
@@ -21,6 +24,11 @@ constexpr std::array<NumberFormat, 8> kFormats{{
     {"q8_0", 8.5, Precision::FP16, true, true, "ggml q8_0: blocks of 32 int8 + f16 scale"},
     {"q4_1", 5.0, Precision::FP16, false, true, "ggml q4_1: blocks of 32 nibbles + f16 scale and min"},
     {"q4_0", 4.5, Precision::FP16, true, true, "ggml q4_0: blocks of 32 nibbles + f16 scale"},
+    {"q6_k", 6.5625, Precision::FP16, false, true, "ggml q6_k: 6-bit values, 16 int8 scales and an f16 scale per 256"},
+    {"q5_1", 6.0, Precision::FP16, false, true, "ggml q5_1: blocks of 32 5-bit values + f16 scale and min"},
+    {"q5_0", 5.5, Precision::FP16, false, true, "ggml q5_0: blocks of 32 5-bit values + f16 scale"},
+    {"q5_k", 5.5, Precision::FP16, false, true, "ggml q5_k: 5-bit values, 8 6-bit scales and mins and f16 scales per 256"},
+    {"q4_k", 4.5, Precision::FP16, false, true, "ggml q4_k: nibbles, 8 6-bit scales and mins and f16 scales per 256"},
 }};
 
 std::string names(bool kv_only) {

@@ -68,9 +68,7 @@ KernelRates parse_kernels(const json& j, std::string_view origin) {
     k.matmul.push_back({text(e, where, "weights"), positive_number(e, where, "gemv_bytes_per_s"),
                         non_negative(e, where, "gemv_row_s"), non_negative(e, where, "gemv_call_s"),
                         positive_number(e, where, "gemm_ops_per_s"),
-                        optional_figure(e, where, "gemm_input_s"), optional_figure(e, where, "gemm_output_s"),
-                        optional_figure(e, where, "batch_mac_s"), optional_figure(e, where, "batch_row_s"),
-                        e.contains("batch_tokens") ? positive_int(e, where, "batch_tokens") : 0});
+                        optional_figure(e, where, "gemm_input_s"), optional_figure(e, where, "gemm_output_s")});
   }
   if (!j.contains("attention") || !j["attention"].is_array()) field_error(where, "attention", "missing or not an array");
   for (const json& e : j["attention"]) {
@@ -233,19 +231,13 @@ std::string hw_profile_to_json(const HwProfile& p) {
   if (p.kernels) {
     json mm = json::array(), att = json::array();
     for (const MatmulRate& m : p.kernels->matmul) {
-      json rate = {{"weights", m.weights},
-                   {"gemv_bytes_per_s", m.gemv_bytes_per_s},
-                   {"gemv_row_s", m.gemv_row_s},
-                   {"gemv_call_s", m.gemv_call_s},
-                   {"gemm_ops_per_s", m.gemm_ops_per_s},
-                   {"gemm_input_s", m.gemm_input_s},
-                   {"gemm_output_s", m.gemm_output_s}};
-      if (m.batch_tokens > 0) {  // measured: an unmeasured small batch stays absent, as in older profiles
-        rate["batch_mac_s"] = m.batch_mac_s;
-        rate["batch_row_s"] = m.batch_row_s;
-        rate["batch_tokens"] = m.batch_tokens;
-      }
-      mm.push_back(rate);
+      mm.push_back({{"weights", m.weights},
+                    {"gemv_bytes_per_s", m.gemv_bytes_per_s},
+                    {"gemv_row_s", m.gemv_row_s},
+                    {"gemv_call_s", m.gemv_call_s},
+                    {"gemm_ops_per_s", m.gemm_ops_per_s},
+                    {"gemm_input_s", m.gemm_input_s},
+                    {"gemm_output_s", m.gemm_output_s}});
     }
     for (const AttentionRate& a : p.kernels->attention)
       att.push_back({{"kv", a.kv},

@@ -30,9 +30,6 @@
 //                     "gemv_bytes_per_s": 3.1e11,  // decode (1 token): weights streamed from DRAM
 //                     "gemv_row_s": 2e-9,          // + this per weight row (fixed cost of a row)
 //                     "gemv_call_s": 3e-6,         // + this per matmul call (start and tail)
-//                     "batch_mac_s": 6e-12,        // each further token of a pass of 2..batch_tokens:
-//                     "batch_row_s": 1e-9,         //   + these per multiply-add and per weight row,
-//                     "batch_tokens": 8,           //   all three optional (absent: one weight read)
 //                     "gemm_ops_per_s": 9e12,      // prefill (512 tokens, weights in cache), 2 op/MAC,
 //                     "gemm_input_s": 6e-10,       // + this per token per input column,
 //                     "gemm_output_s": 1e-10 } ],  // + this per token per output row: both optional
@@ -97,15 +94,6 @@ struct MatmulRate {
   // and 0.7x the op/s of 1024 x 1024 (bench/micro_matmul.cpp, 512 tokens).
   // 0 in profiles from before they were measured.
   double gemm_input_s = 0, gemm_output_s = 0;
-  // Small batches (a few sequences decoding together), weights from DRAM as
-  // in the one-token figures: each token after the first of a pass of up to
-  // batch_tokens adds batch_mac_s per multiply-add and batch_row_s per weight
-  // row, wall seconds on the whole pool. kvlab's integer kernels do that
-  // work on top of the weight reads rather than under them (issue 52).
-  // 0 in profiles from before they were measured: a small batch then costs
-  // one weight read.
-  double batch_mac_s = 0, batch_row_s = 0;
-  int batch_tokens = 0;
 };
 
 // Counted as perf::Cost counts attention: 4·head_dim + 6 FLOP per query-key pair.

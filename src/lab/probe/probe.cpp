@@ -766,22 +766,18 @@ void render_matmul_md(std::ostringstream& o, const HwProfile& p, const KernelRat
   const double bw = p.best_read_bw();
   o << "\n### kvlab's kernels (" << thread_word(k.threads)
     << ", the median of a few runs)\n\nMatmul, decode: one token, weights streamed from DRAM: time = bytes / "
-       "rate + rows x per-row cost + calls x per-call cost; each further token of a small batch (up to the count given) "
-       "adds a cost per multiply-add and per row. Prefill: 512 tokens, weights in cache: time = FLOPs / "
+       "rate + rows x per-row cost + calls x per-call cost. Prefill: 512 tokens, weights in cache: time = FLOPs / "
        "rate + tokens x (cols x per-input cost + rows x per-output cost). Fractions are of the read bandwidth "
        "and of the peak of the arithmetic the kernel uses (int8 dot for q8_0/q4_x, fp32 FMA otherwise).\n\n"
-    << "| weights | decode rate | of read bandwidth | per row | per call | further token: per MAC, per row | prefill rate "
+    << "| weights | decode rate | of read bandwidth | per row | per call | prefill rate "
        "| of peak | per input | per output |\n"
-    << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const MatmulRate& r : k.matmul) {
     const bool integer = r.weights.rfind("q", 0) == 0;
     const double peak = integer ? p.peak_int8_ops : p.peak_fp32_flops;
     o << "| " << r.weights << " | " << fmt_bandwidth(r.gemv_bytes_per_s) << " | "
       << (bw > 0 ? fmt_num(100 * r.gemv_bytes_per_s / bw, 2) + "%" : std::string("-")) << " | "
-      << fmt_seconds(r.gemv_row_s) << " | " << fmt_seconds(r.gemv_call_s) << " | "
-      << (r.batch_tokens > 0 ? fmt_seconds(r.batch_mac_s) + ", " + fmt_seconds(r.batch_row_s) + " (up to " +
-                                   std::to_string(r.batch_tokens) + ")"
-                             : std::string("-"))
+      << fmt_seconds(r.gemv_row_s) << " | " << fmt_seconds(r.gemv_call_s)
       << " | " << (integer ? fmt_ops(r.gemm_ops_per_s) : fmt_flops(r.gemm_ops_per_s))
       << " | " << (peak > 0 ? fmt_num(100 * r.gemm_ops_per_s / peak, 2) + "%" : std::string("-")) << " | "
       << fmt_seconds(r.gemm_input_s) << " | " << fmt_seconds(r.gemm_output_s) << " |\n";

@@ -35,8 +35,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The weight dtypes the engine has dot kernels for, and its KV cache dtypes.
-constexpr tensor::DType kWeightTypes[] = {tensor::DType::F32,  tensor::DType::F16,  tensor::DType::BF16,
-                                          tensor::DType::Q8_0, tensor::DType::Q4_0, tensor::DType::Q4_1};
+constexpr tensor::DType kWeightTypes[] = {tensor::DType::F32,  tensor::DType::F16,  tensor::DType::BF16, tensor::DType::Q8_0,
+                                          tensor::DType::Q4_0, tensor::DType::Q4_1, tensor::DType::Q5_0, tensor::DType::Q5_1,
+                                          tensor::DType::Q4_K, tensor::DType::Q5_K, tensor::DType::Q6_K};
 constexpr tensor::DType kKvTypes[] = {tensor::DType::F32, tensor::DType::F16, tensor::DType::Q8_0};
 constexpr int kHeadDims[] = {64, 128};
 
@@ -170,11 +171,6 @@ struct MatmulBench {
   }
 };
 
-// Tokens of the small-batch passes (a few sequences decoding together): the
-// largest is MatmulRate::batch_tokens. Up to kvlab's token tile (64) they
-// run the decode kernels, each weight row read once against every token.
-constexpr size_t kBatchTokens[] = {2, 4, 8};
-
 // `n` matrices of `rows` x `cols` filling `buf` from the start.
 std::vector<kernels::WeightMatrix> place_stream(const MatmulBench& b, uint8_t* buf, size_t rows, size_t cols, size_t n) {
   std::vector<kernels::WeightMatrix> ms;
@@ -182,24 +178,12 @@ std::vector<kernels::WeightMatrix> place_stream(const MatmulBench& b, uint8_t* b
   return ms;
 }
 
-// One pass over the buffer (>= 2 x L3, so from DRAM) through `ms`, `tokens`
-// activation rows each: a decode step's matmuls. Seconds.
-double stream_pass(MatmulBench& b, const std::vector<kernels::WeightMatrix>& ms, size_t tokens) {
+// One pass over the buffer (>= 2 x L3, so from DRAM) through `ms`, one
+// activation row each: a decode step's matmuls. Seconds.
+double stream_pass(MatmulBench& b, const std::vector<kernels::WeightMatrix>& ms) {
   return b.timer.median([&] {
-    for (const auto& m : ms) b.multiply(m, tokens);
+    for (const auto& m : ms) b.multiply(m, 1);
   });
-}
-
-// Seconds each token after the first adds to a stream pass: the least-squares
-// slope of t(T) - t(1) over T - 1 for the kBatchTokens.
-double seconds_per_extra_token(MatmulBench& b, const std::vector<kernels::WeightMatrix>& ms, double one_token_s) {
-  double xy = 0, xx = 0;
-  for (size_t tokens : kBatchTokens) {
-    const double x = double(tokens - 1);
-    xy += x * (stream_pass(b, ms, tokens) - one_token_s);
-    xx += x * x;
-  }
-  return xy / xx;
 }
 
 // Decode: three shapes over the same bytes: long rows (A), short rows (B: 8x
@@ -207,29 +191,18 @@ double seconds_per_extra_token(MatmulBench& b, const std::vector<kernels::Weight
 // many rows as B, 8x the calls). t = bytes / rate + rows · t_row + calls ·
 // t_call for each: three equations, three unknowns. Negative costs are noise
 // around zero.
-// Small batches: A and B again with 2, 4 and 8 tokens. The integer kernels'
-// work per token does not hide under the weight reads (issue 52: 2 cores,
-// q4_1, 3.0, 3.6, 6.1, 9.6 ms for passes of 1, 2, 4, 8 tokens), so each token
-// after the first adds, per matrix, a cost per multiply-add (the dot
-// product's unpacking and arithmetic) and per weight row (its sum scaled and
-// stored): slope = MACs · batch_mac_s + rows · batch_row_s for A and B, two
-// equations, two unknowns.
 void measure_gemv(MatmulBench& b, uint8_t* buf, size_t buf_bytes, MatmulRate& r) {
   const size_t n = buf_bytes / (kLongRows * *tensor::row_bytes(b.t, kLongCols));
   const double bytes = double(n * kLongRows * *tensor::row_bytes(b.t, kLongCols));
-  const double macs = double(n * kLongRows * kLongCols);  // every shape's, per token
   const auto long_rows = place_stream(b, buf, kLongRows, kLongCols, n);
-  const double t_a = stream_pass(b, long_rows, 1), slope_a = seconds_per_extra_token(b, long_rows, t_a);
+  const double t_a = stream_pass(b, long_rows);
   const auto short_rows = place_stream(b, buf, kShortRows, kShortCols, n);
-  const double t_b = stream_pass(b, short_rows, 1), slope_b = seconds_per_extra_token(b, short_rows, t_b);
-  const double t_c = stream_pass(b, place_stream(b, buf, kShortRows / 8, kShortCols, 8 * n), 1);
+  const double t_b = stream_pass(b, short_rows);
+  const double t_c = stream_pass(b, place_stream(b, buf, kShortRows / 8, kShortCols, 8 * n));
   const double rows_a = double(n * kLongRows), rows_b = double(n * kShortRows);
   r.gemv_call_s = std::max(0.0, (t_c - t_b) / double(7 * n));
   r.gemv_row_s = std::max(0.0, (t_b - t_a) / (rows_b - rows_a));
   r.gemv_bytes_per_s = bytes / std::max(1e-9, t_a - rows_a * r.gemv_row_s - double(n) * r.gemv_call_s);
-  r.batch_row_s = std::max(0.0, (slope_b - slope_a) / (rows_b - rows_a));
-  r.batch_mac_s = std::max(0.0, (slope_a - rows_a * r.batch_row_s) / macs);
-  r.batch_tokens = int(kBatchTokens[std::size(kBatchTokens) - 1]);
 }
 
 // The prefill costs from the seconds `s` of the three kGemmShapes: each other
@@ -389,9 +362,7 @@ KernelRates measure_engine_kernels(int threads, uint64_t stream_bytes, bool quic
     const MatmulRate& r = k.matmul.back();
     if (progress)
       progress("probe: kvlab matmul " + r.weights + ": decode " + fmt_bandwidth(r.gemv_bytes_per_s) + " + " +
-               fmt_seconds(r.gemv_row_s) + " per row + " + fmt_seconds(r.gemv_call_s) + " per call; each further token of up to " +
-               std::to_string(r.batch_tokens) + ": " + fmt_seconds(r.batch_mac_s) + " per multiply-add + " +
-               fmt_seconds(r.batch_row_s) + " per row; prefill " +
+               fmt_seconds(r.gemv_row_s) + " per row + " + fmt_seconds(r.gemv_call_s) + " per call; prefill " +
                fmt_flops(r.gemm_ops_per_s) + " + " + fmt_seconds(r.gemm_input_s) + " per token-input + " +
                fmt_seconds(r.gemm_output_s) + " per token-output");
   }

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "gguf/file.h"
 #include "lab/cost/cost.h"
 #include "lab/hardware/formats.h"
+#include "tensor/dtype.h"
 
 namespace kvlab::perf {
 
@@ -122,6 +124,19 @@ int required_int(const json& j, std::string_view origin, const char* key) {
 // Optional keys may also be null in HF configs (e.g. "head_dim": null).
 bool present(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
 
+// The dtype holding the most bytes among the layers' matrices ("blk.N.*",
+// two or more dimensions): the embedding table and norms are left out, as a
+// prompt's arithmetic runs in the layers.
+std::optional<std::string> main_layer_dtype(const gguf::File& f) {
+  std::map<std::string_view, uint64_t> bytes;
+  for (const gguf::TensorInfo& t : f.tensors())
+    if (t.name.starts_with("blk.") && t.dims.size() >= 2) bytes[tensor::dtype_info(t.dtype).name] += t.n_bytes;
+  const auto most = std::max_element(bytes.begin(), bytes.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most == bytes.end()) return std::nullopt;
+  return std::string(most->first);
+}
+
 }  // namespace
 
 std::span<const ModelEntry> model_catalog() { return catalog(); }
@@ -187,12 +202,12 @@ Config parse_hf_config(std::string_view json_text, std::string_view origin) {
 ResolvedModel resolve_model(std::string_view name_or_path) {
   const std::string key = lower(name_or_path);
   for (const ModelEntry& e : catalog())
-    if (e.id == key) return {std::string(e.id), e.config, std::string(e.source), std::nullopt};
+    if (e.id == key) return {std::string(e.id), e.config, std::string(e.source), std::nullopt, std::nullopt};
 
   const std::string path(name_or_path);
   if (ends_with(key, ".gguf")) {
     const gguf::File f = gguf::File::open(path);
-    ResolvedModel r{path, model::load_config(f), "GGUF metadata of " + path, std::nullopt};
+    ResolvedModel r{path, model::load_config(f), "GGUF metadata of " + path, std::nullopt, std::nullopt};
     validate_config(r.config, path);
     // Tensor bytes, not the file size: the vocabulary and other metadata of a
     // tiny model outweigh its weights (stories260K's f32 file is 32.4 bits
@@ -200,10 +215,11 @@ ResolvedModel resolve_model(std::string_view name_or_path) {
     double tensor_bytes = 0;
     for (const gguf::TensorInfo& t : f.tensors()) tensor_bytes += double(t.n_bytes);
     r.file_bits_per_weight = 8.0 * tensor_bytes / param_count(r.config).total();
+    r.file_layer_dtype = main_layer_dtype(f);
     return r;
   }
   if (ends_with(key, ".json"))
-    return {path, parse_hf_config(read_text(path), path), "config.json at " + path, std::nullopt};
+    return {path, parse_hf_config(read_text(path), path), "config.json at " + path, std::nullopt, std::nullopt};
 
   std::string ids;
   for (const ModelEntry& e : catalog()) ids += std::string(e.id) + ", ";
@@ -213,7 +229,10 @@ ResolvedModel resolve_model(std::string_view name_or_path) {
 PricedWeights priced_weights(const std::string& requested, const ResolvedModel& m) {
   if (requested != "auto") return {requested, std::nullopt};
   if (!m.file_bits_per_weight) return {"bf16", std::nullopt};
-  return {std::string(nearest_weight_format(*m.file_bits_per_weight).name), m.file_bits_per_weight};
+  const bool known = m.file_layer_dtype && std::any_of(number_formats().begin(), number_formats().end(),
+                                                       [&](const NumberFormat& f) { return f.name == *m.file_layer_dtype; });
+  return {known ? *m.file_layer_dtype : std::string(nearest_weight_format(*m.file_bits_per_weight).name),
+          m.file_bits_per_weight};
 }
 
 }  // namespace kvlab::perf

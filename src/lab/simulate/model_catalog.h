@@ -27,11 +27,16 @@ struct ResolvedModel {
   // absent for catalog entries and config.json, whose weight format is chosen
   // on the command line.
   std::optional<double> file_bits_per_weight;
+  // The dtype of most of a GGUF file's layer-matrix bytes ("q4_k" in a
+  // Q4_K_M file, whose layers also hold some q6_k): the kernels that do
+  // most of a prompt's arithmetic.
+  std::optional<std::string> file_layer_dtype;
 };
 
 // The weights a simulation or diagnosis prices `m` at: the `requested`
 // format name, except "auto": a GGUF file at its own average bits per weight
-// with the precision of the named format closest in size, anything else bf16.
+// with its layers' main dtype (or, when that is no format the simulator
+// knows, the format closest in size), anything else bf16.
 struct PricedWeights {
   std::string format;
   std::optional<double> bits;  // set for a GGUF file's own average

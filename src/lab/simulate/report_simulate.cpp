@@ -99,14 +99,6 @@ void render_inputs_md(std::ostringstream& o, const Simulation& s) {
       << " rows + " << fmt_seconds(s.opt.eff.call_s) << " x " << fmt_num(matmul_calls(s.model)) << " matmuls = "
       << fmt_seconds(s.opt.eff.row_s * matmul_rows(s.model) + s.opt.eff.call_s * matmul_calls(s.model))
       << " per memory-bound pass |\n";
-  if (s.opt.eff.batch_tokens > 0) {
-    double macs = 0;  // multiply-adds of one token through every matmul job
-    for (const MatmulJob& j : matmul_jobs(s.model)) macs += j.rows * j.cols;
-    o << "| per further token of a small batch | " << fmt_seconds(s.opt.eff.batch_mac_s) << " x " << fmt_num(macs)
-      << " multiply-adds + " << fmt_seconds(s.opt.eff.batch_row_s) << " x " << fmt_num(matmul_rows(s.model))
-      << " rows = " << fmt_seconds(s.opt.eff.batch_mac_s * macs + s.opt.eff.batch_row_s * matmul_rows(s.model))
-      << " for each token after the first of a memory-bound pass, up to " << s.opt.eff.batch_tokens << " |\n";
-  }
 }
 
 // The rest of the inputs table: attention, element-wise ops, per-layer
@@ -296,9 +288,6 @@ std::string render_json(const Simulation& s) {
         {"call_us", s.opt.eff.call_s * 1e6},
         {"matmul_input_ns", s.opt.eff.matmul_input_s * 1e9},
         {"matmul_output_ns", s.opt.eff.matmul_output_s * 1e9},
-        {"batch_mac_ps", s.opt.eff.batch_mac_s * 1e12},
-        {"batch_row_ns", s.opt.eff.batch_row_s * 1e9},
-        {"batch_tokens", s.opt.eff.batch_tokens},
         {"layer_overhead_us", s.opt.eff.layer_overhead_s * 1e6},
         {"eff_source", s.opt.eff.source}}},
       {"machine",

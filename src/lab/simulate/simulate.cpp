@@ -28,13 +28,16 @@ Pass pass_shape(const Simulation& s) {
   return p;
 }
 
-// What the tokens after the first add to a memory-bound matmul job: a cost
-// per multiply-add and per weight row each, measured on passes of up to
-// m.batch_tokens tokens. Beyond them the job is held at that count's time
-// rather than extrapolated: the compute roof takes over as the tokens grow.
-double small_batch_s(const MatmulJob& job, double tokens, const Machine& m) {
-  const double extra = std::min(tokens, double(m.batch_tokens)) - 1.0;
-  return extra > 0 ? extra * (job.rows * job.cols * m.batch_mac_s + job.rows * m.batch_row_s) : 0.0;
+// A CPU matmul of T tokens: its weights' read, as one token's pass takes it
+// (the one-token figures hold that token's arithmetic), then the arithmetic
+// of the T - 1 others at the compute rate, not hidden under the read: the
+// cores that do the arithmetic also issue the reads. kvlab on 2 Zen 4 cores
+// (SmolLM2 q4_1, `kvlab bench -p T -n 0`, quiet cores): pp1, 8, 16, 32, 64
+// and 128 take 2.2-2.6, 4.9-5.1, 8.2-8.4, 14.4-15.2, 27.6-27.8 and 55.7-56.1
+// ms, ~0.41 ms for each token past the first, the 512-token matmul rate's.
+// The larger of read and arithmetic priced 8-32 tokens 10-15% fast.
+double extra_tokens_s(double compute_s, double tokens) {
+  return tokens > 1 ? compute_s * (tokens - 1) / tokens : 0.0;
 }
 
 }  // namespace
@@ -51,9 +54,6 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
   if (!(eff.call_s >= 0 && eff.call_s < 1)) throw Error("per-call cost must be in [0, 1) s, got " + fmt_num(eff.call_s));
   for (double v : {eff.matmul_input_s, eff.matmul_output_s})
     if (!(v >= 0 && v < 1e-6)) throw Error("per-token matmul input and output costs must be in [0, 1) us, got " + fmt_num(v));
-  if (!(eff.batch_mac_s >= 0 && eff.batch_mac_s < 1e-6 && eff.batch_row_s >= 0 && eff.batch_row_s < 1e-3))
-    throw Error("small-batch costs per token must be in [0, 1) us per multiply-add and [0, 1) ms per row");
-  if (eff.batch_tokens < 0) throw Error("small-batch token count must not be negative");
   if (!(eff.attention_task_s >= 0 && eff.attention_task_s < 1e-3))
     throw Error("per-task attention cost must be in [0, 1) ms, got " + fmt_num(eff.attention_task_s));
   Machine m;
@@ -66,9 +66,7 @@ Machine make_machine(const Hardware& hw, Precision wanted, const Efficiency& eff
   m.call_s = eff.call_s;
   m.matmul_input_s = eff.matmul_input_s;
   m.matmul_output_s = eff.matmul_output_s;
-  m.batch_mac_s = eff.batch_mac_s;
-  m.batch_row_s = eff.batch_row_s;
-  m.batch_tokens = eff.batch_tokens;
+  m.reads_hide_arithmetic = hw.kind != HwKind::Cpu;
   m.attention_peak_flops = hw.compute_peak(attention.value_or(wanted), &m.attention_precision);
   m.attention_flops = m.attention_peak_flops * eff.attention_or_compute();
   m.attention_decode_flops = m.attention_peak_flops * eff.attention_decode_or_attention();
@@ -138,8 +136,8 @@ PassTime time_cost(const model::Config& c, const Cost& cost, const AttentionShap
     const double tokens = flops / (2.0 * job.rows * job.cols);
     const double fixed = tokens * (job.calls * job.cols * m.matmul_input_s + job.rows * m.matmul_output_s);
     const double compute = flops / m.flops + fixed;
-    const double memory = bytes / bytes_per_s + job.rows * m.row_s + job.calls * m.call_s + small_batch_s(job, tokens, m);
-    dense += std::max(compute, memory);
+    const double memory = bytes / bytes_per_s + job.rows * m.row_s + job.calls * m.call_s;
+    dense += m.reads_hide_arithmetic ? std::max(compute, memory) : memory + extra_tokens_s(compute, tokens);
     dense_compute += compute;
     dense_memory += memory;
   }
@@ -194,9 +192,6 @@ Efficiency efficiency_for(const Hardware& hw, std::string_view weights, std::str
   e.call_s = mm->gemv_call_s;
   e.matmul_input_s = mm->gemm_input_s;
   e.matmul_output_s = mm->gemm_output_s;
-  e.batch_mac_s = mm->batch_mac_s;
-  e.batch_row_s = mm->batch_row_s;
-  e.batch_tokens = mm->batch_tokens;
   e.compute = fraction(mm->gemm_ops_per_s, hw.compute_peak(dense_precision(hw, weight_format(weights)), nullptr));
   const double attention_peak = hw.compute_peak(kv_format(kv).compute, nullptr);
   e.attention = fraction(at->prefill_flops_per_s, attention_peak);

@@ -4,9 +4,10 @@
 // kernels) that runs after the one before:
 //
 //   t(pass) = sum over matmul jobs j (perf::matmul_jobs) of
-//               max(FLOPs_j / (peak · eff_compute) + tokens_j · (calls_j · cols_j · input_s + rows_j · output_s),
-//                   weight bytes_j / (peak_bw · eff_bandwidth) + rows_j · row_s + calls_j · call_s
-//                   + (min(tokens_j, batch_tokens) - 1) · (rows_j · cols_j · batch_mac_s + rows_j · batch_row_s))
+//               max(compute_j, memory_j)                      on a GPU,
+//               memory_j + compute_j · (tokens_j - 1) / tokens_j   on a CPU,
+//             compute_j = FLOPs_j / (peak · eff_compute) + tokens_j · (calls_j · cols_j · input_s + rows_j · output_s),
+//             memory_j  = weight bytes_j / (peak_bw · eff_bandwidth) + rows_j · row_s + calls_j · call_s
 //           + max(element-wise FLOPs / (fp32 peak · eff_elementwise),
 //                 other weight bytes (embedding rows, norm gains) / (peak_bw · eff_bandwidth))
 //           + max(attention FLOPs / (attention peak · eff_attention) · tail,
@@ -69,13 +70,6 @@ struct Efficiency {
   // (converted once per call) and of its output row (scaled and stored), on
   // top of its FLOPs (a small matrix pays them on few); 0 unless measured.
   double matmul_input_s = 0, matmul_output_s = 0;
-  // Each token after the first of a memory-bound matmul of up to
-  // batch_tokens tokens (a few sequences decoding together) adds these per
-  // multiply-add and per weight row to its weight read (kvlab's integer
-  // kernels do that work on top of the reads: issue 52); 0: unmeasured, a
-  // small batch costs one read.
-  double batch_mac_s = 0, batch_row_s = 0;
-  int batch_tokens = 0;
   // Threads the engine splits attention over, one task per (token, head);
   // 0: unknown, no tail.
   int threads = 0;
@@ -98,8 +92,6 @@ struct Efficiency {
 //   row_s, call_s = its fixed costs per weight row and per call
 //   compute    = 512-token matmul op/s / peak of dense_precision()
 //   matmul_input_s, matmul_output_s = its fixed costs per token of an input column, an output row
-//   batch_mac_s, batch_row_s, batch_tokens = each further token's cost per multiply-add and per
-//                weight row in a one-token-like pass of up to batch_tokens tokens (absent: 0)
 //   attention, attention_decode = attention FLOP/s, many-token and one-token shapes (this KV
 //                format, nearest head width) / peak of the KV format's precision
 //   attention_task_s = the many-token shape's fixed cost per (token, KV head)
@@ -127,9 +119,10 @@ struct Machine {
   double call_s = 0;            // eff.call_s
   double matmul_input_s = 0;    // eff.matmul_input_s
   double matmul_output_s = 0;   // eff.matmul_output_s
-  double batch_mac_s = 0;       // eff.batch_mac_s
-  double batch_row_s = 0;       // eff.batch_row_s
-  int batch_tokens = 0;         // eff.batch_tokens
+  // A CPU's matmuls read their weights and then do the arithmetic of each
+  // token after the first on top (docs/perf-model.md); a GPU's hide the one
+  // under the other.
+  bool reads_hide_arithmetic = true;
   Precision precision = Precision::BF16;
   // Attention over the context, priced at its own precision and efficiency,
   // and the element-wise ops at fp32 (0: at `flops`).
