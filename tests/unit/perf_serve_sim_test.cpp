@@ -41,6 +41,9 @@ TEST(ServeSim, OneRequestTtftIsItsPrefillPasses) {
   expect_ms(r.ttft_ms.p50, prefill_ms);
   expect_ms(r.itl_ms.p50, 1.1);
   expect_ms(r.e2e_ms.p50, prefill_ms + 2 * 1.1);
+  // The means are of the samples themselves, not of the histogram's buckets.
+  EXPECT_NEAR(r.ttft_ms.mean, prefill_ms, 1e-9);
+  EXPECT_NEAR(r.itl_ms.mean, 1.1, 1e-9);
   EXPECT_EQ(r.passes, 5);
   EXPECT_EQ(r.output_tokens, 3);
 }
@@ -167,7 +170,7 @@ TEST(ServeSim, LittlesLawHoldsAtSteadyState) {
   o.load.rate = 30;
   const ServeResult r = simulate_serve(o, fixed_price);
   ASSERT_EQ(r.completed, 2000);
-  EXPECT_NEAR(r.mean_in_system, r.requests_per_s * r.mean_e2e_s, 0.01 * r.mean_in_system);
+  EXPECT_NEAR(r.mean_in_system, r.requests_per_s * r.e2e_ms.mean / 1e3, 0.01 * r.mean_in_system);
   // An open loop below saturation completes requests at the offered rate.
   EXPECT_NEAR(r.requests_per_s, 30, 3);
 }

@@ -25,7 +25,9 @@ std::string load_text(const ServeLoad& l) {
   return s + "; seed " + std::to_string(l.seed);
 }
 
-json percentiles_json(const Percentiles& p) { return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}}; }
+json percentiles_json(const Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
+}
 
 json series_json(const std::vector<ServeSample>& series) {
   json a = json::array();
@@ -98,10 +100,10 @@ std::string render_md(const ServingSimulation& s) {
     << fmt_seconds(s.serve.overhead.pass_s) << ", per sampled row +" << fmt_seconds(s.serve.overhead.sampled_row_s)
     << "; tp " << s.opt.layout.tp << " x pp " << s.opt.layout.pp << ".\n";
   o << "Efficiencies: " << s.opt.eff.source << ".\n\n";
-  o << "| latency | p50 | p90 | p99 |\n|---|---|---|---|\n";
+  o << "| latency | p50 | p90 | p99 | mean |\n|---|---|---|---|---|\n";
   auto row = [&o](const char* name, const Percentiles& p) {
     o << "| " << name << " | " << fmt_num(p.p50) << " ms | " << fmt_num(p.p90) << " ms | " << fmt_num(p.p99)
-      << " ms |\n";
+      << " ms | " << fmt_num(p.mean) << " ms |\n";
   };
   row("TTFT", r.ttft_ms);
   row("inter-token", r.itl_ms);

@@ -23,7 +23,9 @@ class LogHistogram {
     const double x = std::clamp(v, kMin, kMax);
     counts_[size_t(std::lround(std::log(x / kMin) / std::log(kRatio)))] += n;
     total_ += n;
+    sum_ += v * double(n);
   }
+  double mean() const { return total_ > 0 ? sum_ / double(total_) : 0; }
   // Nearest rank: the smallest sample with at least q of them at or below it.
   double quantile(double q) const {
     if (total_ == 0) return 0;
@@ -38,10 +40,11 @@ class LogHistogram {
   static constexpr double kMin = 1e-9, kMax = 1e3, kRatio = 1.001;
   std::vector<int64_t> counts_;
   int64_t total_ = 0;
+  double sum_ = 0;
 };
 
 Percentiles ms_percentiles(const LogHistogram& h) {
-  return {h.quantile(0.5) * 1e3, h.quantile(0.9) * 1e3, h.quantile(0.99) * 1e3};
+  return {h.quantile(0.5) * 1e3, h.quantile(0.9) * 1e3, h.quantile(0.99) * 1e3, h.mean() * 1e3};
 }
 
 struct SimRequest {
@@ -108,7 +111,7 @@ class ServeSim {
   int prefix_keyed_ = 0;
   int64_t prefix_owner_ = -1;
   LogHistogram ttft_, itl_, e2e_;
-  double e2e_sum_ = 0, first_arrival_ = -1, last_token_ = 0;
+  double first_arrival_ = -1, last_token_ = 0;
   double in_system_area_ = 0, last_event_ = 0;
   int64_t series_stride_ = 1;
   ServeResult r_;
@@ -165,7 +168,6 @@ ServeResult ServeSim::run() {
   r_.ttft_ms = ms_percentiles(ttft_);
   r_.itl_ms = ms_percentiles(itl_);
   r_.e2e_ms = ms_percentiles(e2e_);
-  if (r_.completed > 0) r_.mean_e2e_s = e2e_sum_ / double(r_.completed);
   if (r_.duration_s > 0) {
     r_.throughput_tok_s = double(r_.output_tokens) / r_.duration_s;
     r_.requests_per_s = double(r_.completed) / r_.duration_s;
@@ -338,7 +340,6 @@ void ServeSim::end_request(size_t id, double now) {
   --running_;
   const double e2e = now - reqs_[id].arrival;
   e2e_.add(e2e);
-  e2e_sum_ += e2e;
   ++r_.completed;
   last_token_ = std::max(last_token_, now);
   send_next(now);

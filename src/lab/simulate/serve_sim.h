@@ -52,6 +52,11 @@ struct ServeOptions {
 
 struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0;
+  // Where the samples fall in two groups of about equal size (inter-token
+  // gaps of decode-only passes and of passes that carry a prompt's chunk),
+  // p50 sits between them and jumps from one to the other as the mix moves
+  // by a few percent; the mean moves with the mix.
+  double mean = 0;
 };
 
 // The engine's state at one moment.
@@ -68,7 +73,6 @@ struct ServeResult {
   int kv_blocks = 0;      // the pool
   double duration_s = 0;  // first arrival to last token
   Percentiles ttft_ms, itl_ms, e2e_ms;
-  double mean_e2e_s = 0;
   double throughput_tok_s = 0;  // output tokens / duration
   double requests_per_s = 0;    // completed / duration
   double mean_in_system = 0;    // time-averaged requests in the engine (queued + running)

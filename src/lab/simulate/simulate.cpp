@@ -29,13 +29,18 @@ Pass pass_shape(const Simulation& s) {
 }
 
 // A CPU matmul of T tokens: its weights' read, as one token's pass takes it
-// (the one-token figures hold that token's arithmetic), then the arithmetic
-// of the T - 1 others at the compute rate, not hidden under the read: the
-// cores that do the arithmetic also issue the reads. kvlab on 2 Zen 4 cores
-// (SmolLM2 q4_1, `kvlab bench -p T -n 0`, quiet cores): pp1, 8, 16, 32, 64
-// and 128 take 2.2-2.6, 4.9-5.1, 8.2-8.4, 14.4-15.2, 27.6-27.8 and 55.7-56.1
-// ms, ~0.41 ms for each token past the first, the 512-token matmul rate's.
-// The larger of read and arithmetic priced 8-32 tokens 10-15% fast.
+// (the one-token figures hold that token's arithmetic), plus the arithmetic
+// of the T - 1 others at the 512-token rate. An empirical fit: kvlab's
+// kernels do hide the read at 8 and 16 tokens (matmul_dram's in-cache time
+// is 0.87-0.95 of the DRAM one), but their arithmetic there runs at 0.6-0.9
+// of the 512-token rate (each weight block's unpacking serves one pass of 8
+// tokens, and the weights stream through L2 rather than staying in L1 for a
+// 64-token tile), which lands the pass about where the sum does. SmolLM2
+// q4_1 on 2 Zen 4 cores, `kvlab bench -p T -n 0` on quiet cores: pp1, 8, 16,
+// 32, 64 and 128 take 2.2-2.6, 4.9-5.1, 8.2-8.4, 14.4-15.2, 27.6-27.8 and
+// 55.7-56.1 ms, ~0.41 ms per token past the first, the 512-token rate's.
+// The larger of read and arithmetic at that rate priced 8-32 tokens 10-15%
+// fast.
 double extra_tokens_s(double compute_s, double tokens) {
   return tokens > 1 ? compute_s * (tokens - 1) / tokens : 0.0;
 }

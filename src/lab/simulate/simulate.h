@@ -119,9 +119,9 @@ struct Machine {
   double call_s = 0;            // eff.call_s
   double matmul_input_s = 0;    // eff.matmul_input_s
   double matmul_output_s = 0;   // eff.matmul_output_s
-  // A CPU's matmuls read their weights and then do the arithmetic of each
-  // token after the first on top (docs/perf-model.md); a GPU's hide the one
-  // under the other.
+  // A GPU's matmul takes the larger of its read and its arithmetic; a
+  // CPU's (kvlab's kernels) the read plus each further token's arithmetic
+  // at the 512-token rate (an empirical fit: docs/perf-model.md).
   bool reads_hide_arithmetic = true;
   Precision precision = Precision::BF16;
   // Attention over the context, priced at its own precision and efficiency,
