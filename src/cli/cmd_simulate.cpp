@@ -53,6 +53,7 @@ struct SimulateOptions {
   int parallel = 4, ctx_size = 4096, prefill_chunk = 128, max_queue = 32, kv_blocks = 0;
   double pass_target_ms = -1;  // auto
   double pass_overhead_us = 0, row_overhead_us = 0;
+  int draft = 0;
 };
 
 perf::Efficiency efficiency(const SimulateOptions& o) {
@@ -116,6 +117,7 @@ perf::ServeOptions serve_options(const SimulateOptions& o) {
   so.sched.pass_target_ms = o.pass_target_ms;
   so.sched.max_queue = o.max_queue;
   so.sched.kv_blocks = o.kv_blocks;
+  so.sched.draft.max_tokens = o.draft;
   so.load = o.load;
   so.load.prompt = perf::parse_length(o.prompt_len, "--prompt-len");
   so.load.output = perf::parse_length(o.output_len, "--output-len");
@@ -194,6 +196,17 @@ void add_serve_options(CLI::App& app, SimulateOptions& o) {
   app.add_option("--kv-blocks", o.kv_blocks, "--serve: KV pool in 16-position blocks (0: parallel x ctx-size)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--draft", o.draft, "--serve: speculative decoding, up to N drafts per decode row (kvlab serve --draft)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, engine::kMaxDraftTokens));
+  app.add_option("--draft-found", o.load.draft_found,
+                 "--serve: the chance prompt lookup finds drafts for a decode row (the workload's)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--draft-accept", o.load.draft_accept,
+                 "--serve: the chance each draft is kept once those before it were (the workload's)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--pass-overhead-us", o.pass_overhead_us, "--serve: fixed engine cost per pass, us")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));

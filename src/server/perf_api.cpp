@@ -73,6 +73,7 @@ perf::ServeOptions serve_options(const json& s) {
   o.sched.max_queue = get_or<int>(s, "max_queue", 32);
   o.sched.kv_blocks = get_or<int>(s, "kv_blocks", 0);
   o.sched.pass_target_ms = pass_target_field(s);
+  o.sched.draft.max_tokens = get_or<int>(s, "draft", 0);
   if (o.sched.n_seq > 256 || o.sched.n_ctx > (1 << 20) || o.sched.max_queue < 0 || o.sched.max_queue > 4096 ||
       o.sched.kv_blocks < 0 || o.sched.kv_blocks > (1 << 24))
     throw Error("'serve': parallel at most 256, ctx_size at most 1048576, max_queue 0 to 4096, kv_blocks 0 to 16777216");
@@ -84,6 +85,8 @@ perf::ServeOptions serve_options(const json& s) {
   o.load.output = length_field(s, "output_len", 128);
   o.load.prefix_share = get_or<double>(s, "prefix_share", 0);
   o.load.prefix_tokens = get_or<int>(s, "prefix_len", 0);
+  o.load.draft_found = get_or<double>(s, "draft_found", 1);
+  o.load.draft_accept = get_or<double>(s, "draft_accept", 0);
   o.load.seed = get_or<uint64_t>(s, "seed", 1);
   o.series_points = get_or<int>(s, "series_points", o.series_points);
   perf::check_load(o.load);

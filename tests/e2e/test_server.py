@@ -478,10 +478,20 @@ def test_api_simulate_serve():
     assert serve["completed"] == 20 and serve["output_tokens"] == 20 * 32
     assert 0 < serve["ttft_ms"]["p50"] <= serve["ttft_ms"]["p99"] < serve["e2e_ms"]["p99"]
     assert serve["throughput_tok_s"] > 0 and serve["series"]
+    assert 0 < serve["tpot_ms"]["p50"] <= serve["tpot_ms"]["p99"]
+    # Speculative decoding: every draft kept, 4 per decode row, makes fewer
+    # passes for the same tokens.
+    body["serve"].update(draft=4, draft_accept=1)
+    spec = requests.post(URL + "/api/simulate", json=body).json()
+    assert spec["engine"]["draft"] == 4 and spec["load"]["draft_accept"] == 1
+    assert spec["serve"]["drafts_kept"] == spec["serve"]["drafted"] > 0
+    assert spec["serve"]["output_tokens"] == 20 * 32 and spec["serve"]["passes"] < serve["passes"]
     for bad in ({"rate": 0}, {"concurrency": 2, "rate": 3}, {"concurrency": 1, "prompt_len": "9:3"},
                 {"concurrency": 1, "requests": 100000, "output_len": 4096}, {"concurrency": 1, "parallel": "four"},
                 {"concurrency": 2, "ramp_s": -1}, {"rate": 2, "ramp_s": 1},
-                {"concurrency": 1, "pass_target_ms": "soon"}, {"concurrency": 1, "pass_target_ms": -3}):
+                {"concurrency": 1, "pass_target_ms": "soon"}, {"concurrency": 1, "pass_target_ms": -3},
+                {"concurrency": 1, "draft": 65}, {"concurrency": 1, "draft": 4, "draft_accept": 2},
+                {"concurrency": 1, "draft_found": "often"}):
         check_error(requests.post(URL + "/api/simulate", json={"serve": bad}), 400)
     check_error(requests.post(URL + "/api/simulate", json={"serve": [1]}), 400)
 

@@ -387,6 +387,12 @@ TEST(CliErrors, SimulateServeLoadsItCannotRun) {
   const Result no_serve = run_kvlab("simulate --rate 3");
   EXPECT_NE(no_serve.status, 0);
   EXPECT_NE(no_serve.err.find("--rate requires --serve"), std::string::npos) << no_serve.err;
+  const Result no_draft_serve = run_kvlab("simulate --draft 4");
+  EXPECT_NE(no_draft_serve.status, 0);
+  EXPECT_NE(no_draft_serve.err.find("--draft requires --serve"), std::string::npos) << no_draft_serve.err;
+  const Result accept = run_kvlab("simulate --serve --concurrency 1 --draft 4 --draft-accept 2");
+  EXPECT_NE(accept.status, 0);
+  EXPECT_NE(accept.err.find("--draft-accept: Value 2 not in range"), std::string::npos) << accept.err;
   const Result r = run_kvlab("simulate --serve --concurrency 2 --requests 6 --prompt-len 64 --output-len 8 -o json");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\"completed\": 6"), std::string::npos) << r.out;

@@ -46,6 +46,7 @@ TEST(ServeSim, OneRequestTtftIsItsPrefillPasses) {
   EXPECT_NEAR(r.itl_ms.mean, 1.1, 1e-9);
   EXPECT_EQ(r.passes, 5);
   EXPECT_EQ(r.output_tokens, 3);
+  expect_ms(r.tpot_ms.p50, 1.1);
 }
 
 TEST(ServeSim, EngineOverheadsAddPerPassAndPerSamplingRound) {
@@ -187,12 +188,88 @@ TEST(ServeSim, BadLoadsAreClearErrors) {
   EXPECT_THROW(simulate_serve(o, fixed_price), Error);
   o = closed_loop(1, 1, 1024, 8);  // no room in the context for an answer
   EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o = closed_loop(1, 1, 64, 8);
+  o.load.draft_accept = 1.5;
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o.load.draft_accept = 0.5;
+  o.load.draft_found = -0.1;
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
+  o.load.draft_found = 1;
+  o.load.draft_accept = 0.5;
+  o.sched.draft.max_tokens = engine::kMaxDraftTokens + 1;
+  EXPECT_THROW(simulate_serve(o, fixed_price), Error);
   EXPECT_THROW(parse_length("0", "--prompt-len"), Error);
   EXPECT_THROW(parse_length("9:3", "--prompt-len"), Error);
   EXPECT_THROW(parse_length("12x", "--prompt-len"), Error);
   const LengthSpec l = parse_length("128:1024", "--prompt-len");
   EXPECT_EQ(l.lo, 128);
   EXPECT_EQ(l.hi, 1024);
+}
+
+TEST(ServeSim, KeptDraftsArriveWithTheirPassesToken) {
+  // 8 tokens, up to 3 drafts, every draft kept: the prefill gives the first
+  // token; a pass of 1 + 3 rows gives 4 (the drafts the 6 tokens still
+  // wanted after its own allow); then 1 + 2 rows give the last 3.
+  ServeOptions o = closed_loop(1, 1, 16, 8);
+  o.sched.draft.max_tokens = 3;
+  o.load.draft_accept = 1;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  EXPECT_EQ(r.passes, 3);
+  EXPECT_EQ(r.output_tokens, 8);
+  EXPECT_EQ(r.decode_steps, 2);
+  EXPECT_EQ(r.drafted, 5);
+  EXPECT_EQ(r.drafts_kept, 5);
+  expect_ms(r.ttft_ms.p50, 2.6);
+  expect_ms(r.e2e_ms.p50, 2.6 + 1.4 + 1.3);
+  // A pass's tokens reach the client as one chunk: two gaps, 1.4 and 1.3 ms.
+  expect_ms(r.itl_ms.p50, 1.3);
+  expect_ms(r.itl_ms.p99, 1.4);
+  EXPECT_NEAR(r.itl_ms.mean, 1.35, 1e-9);
+  // Time per output token counts all seven tokens after the first.
+  EXPECT_NEAR(r.tpot_ms.mean, 2.7 / 7, 1e-9);
+}
+
+TEST(ServeSim, RejectedDraftsStillCostTheirRows) {
+  // 4 tokens, up to 3 drafts, none kept: passes of 1 + 2, 1 + 1 and 1 rows.
+  ServeOptions o = closed_loop(1, 1, 16, 4);
+  o.sched.draft.max_tokens = 3;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  EXPECT_EQ(r.passes, 4);
+  EXPECT_EQ(r.drafted, 3);
+  EXPECT_EQ(r.drafts_kept, 0);
+  expect_ms(r.e2e_ms.p50, 2.6 + 1.3 + 1.2 + 1.1);
+}
+
+TEST(ServeSim, DraftsYieldLeviathansTokensPerRow) {
+  // Each of 4 drafts kept with chance a while those before were: a decode
+  // row yields (1 - a^5) / (1 - a) tokens on average (the last rows of a
+  // request, with fewer drafts, pull it down by well under 1%).
+  ServeOptions o = closed_loop(4, 40, 16, 1000);
+  o.sched.n_ctx = 2048;
+  o.sched.draft.max_tokens = 4;
+  o.load.draft_accept = 0.6;
+  const ServeResult r = simulate_serve(o, fixed_price);
+  const double per_row = 1 + double(r.drafts_kept) / double(r.decode_steps);
+  EXPECT_NEAR(per_row, (1 - std::pow(0.6, 5)) / 0.4, 0.02);
+  EXPECT_EQ(r.output_tokens, 40 * 1000);
+  // The drafts have a stream of their own: the same seed, the same outcome.
+  EXPECT_EQ(simulate_serve(o, fixed_price).drafts_kept, r.drafts_kept);
+}
+
+TEST(ServeSim, RowsWithoutAPromptLookupMatchCarryNoDrafts) {
+  ServeOptions o = closed_loop(4, 40, 16, 1000);
+  o.sched.n_ctx = 2048;
+  o.sched.draft.max_tokens = 4;
+  o.load.draft_accept = 1;
+  o.load.draft_found = 0.5;  // half the rows draft 4 tokens, all kept: 3 tokens per row
+  ServeResult r = simulate_serve(o, fixed_price);
+  EXPECT_NEAR(double(r.drafted) / double(r.decode_steps), 2.0, 0.05);
+  EXPECT_NEAR(1 + double(r.drafts_kept) / double(r.decode_steps), 3.0, 0.05);
+  o.load.draft_found = 0;  // never a match: the passes of plain decoding
+  r = simulate_serve(o, fixed_price);
+  EXPECT_EQ(r.drafted, 0);
+  o.sched.draft.max_tokens = 0;
+  EXPECT_EQ(simulate_serve(o, fixed_price).passes, r.passes);
 }
 
 TEST(ServeSim, EngineRulesTheSimulatorShares) {

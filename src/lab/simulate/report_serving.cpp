@@ -22,6 +22,9 @@ std::string load_text(const ServeLoad& l) {
                   "; prompt " + length_text(l.prompt) + " tokens, output " + length_text(l.output) + " tokens";
   if (l.prefix_share > 0)
     s += "; " + fmt_percent(l.prefix_share) + " share a " + std::to_string(l.prefix_tokens) + "-token prefix";
+  if (l.draft_accept > 0 || l.draft_found < 1)
+    s += "; drafts found for " + fmt_percent(l.draft_found) + " of decode rows, each kept with chance " +
+         fmt_num(l.draft_accept);
   return s + "; seed " + std::to_string(l.seed);
 }
 
@@ -40,6 +43,7 @@ json serve_json(const ServeResult& r) {
   return {{"ttft_ms", percentiles_json(r.ttft_ms)},
           {"itl_ms", percentiles_json(r.itl_ms)},
           {"e2e_ms", percentiles_json(r.e2e_ms)},
+          {"tpot_ms", percentiles_json(r.tpot_ms)},
           {"throughput_tok_s", r.throughput_tok_s},
           {"requests_per_s", r.requests_per_s},
           {"completed", r.completed},
@@ -49,6 +53,9 @@ json serve_json(const ServeResult& r) {
           {"prompt_tokens", r.prompt_tokens},
           {"output_tokens", r.output_tokens},
           {"cached_tokens", r.cached_tokens},
+          {"decode_steps", r.decode_steps},
+          {"drafted", r.drafted},
+          {"drafts_kept", r.drafts_kept},
           {"mean_in_system", r.mean_in_system},
           {"max_waiting", r.max_waiting},
           {"kv_blocks", r.kv_blocks},
@@ -72,6 +79,7 @@ std::string render_json(const ServingSimulation& s) {
               {"prefill_chunk", e.prefill_chunk},
               {"pass_target_ms", e.pass_target_ms < 0 ? json("auto") : json(e.pass_target_ms)},
               {"max_queue", e.max_queue},
+              {"draft", e.draft.max_tokens},
               {"pass_overhead_us", s.serve.overhead.pass_s * 1e6},
               {"row_overhead_us", s.serve.overhead.sampled_row_s * 1e6}}},
             {"load",
@@ -83,6 +91,8 @@ std::string render_json(const ServingSimulation& s) {
               {"output", {l.output.lo, l.output.hi}},
               {"prefix_share", l.prefix_share},
               {"prefix_len", l.prefix_tokens},
+              {"draft_found", l.draft_found},
+              {"draft_accept", l.draft_accept},
               {"seed", l.seed}}},
             {"serve", serve_json(s.result)}};
   return j.dump(2) + "\n";
@@ -96,7 +106,8 @@ std::string render_md(const ServingSimulation& s) {
   o << "Load: " << load_text(s.serve.load) << ".\n";
   o << "Engine: --parallel " << e.n_seq << ", --ctx " << e.n_ctx << ", --prefill-chunk " << e.prefill_chunk
     << ", --pass-target-ms " << (e.pass_target_ms < 0 ? "auto" : fmt_num(e.pass_target_ms))
-    << ", --max-queue " << e.max_queue << ", KV pool " << r.kv_blocks << " blocks; per pass +"
+    << ", --max-queue " << e.max_queue << (e.draft.max_tokens > 0 ? ", --draft " + std::to_string(e.draft.max_tokens) : "")
+    << ", KV pool " << r.kv_blocks << " blocks; per pass +"
     << fmt_seconds(s.serve.overhead.pass_s) << ", per sampled row +" << fmt_seconds(s.serve.overhead.sampled_row_s)
     << "; tp " << s.opt.layout.tp << " x pp " << s.opt.layout.pp << ".\n";
   o << "Efficiencies: " << s.opt.eff.source << ".\n\n";
@@ -108,11 +119,16 @@ std::string render_md(const ServingSimulation& s) {
   row("TTFT", r.ttft_ms);
   row("inter-token", r.itl_ms);
   row("end-to-end", r.e2e_ms);
+  row("time per output token", r.tpot_ms);
   o << "\nThroughput: " << fmt_num(r.throughput_tok_s) << " output tok/s, " << fmt_num(r.requests_per_s)
     << " req/s over " << fmt_seconds(r.duration_s) << " (" << r.completed << " completed, " << r.rejected
     << " rejected by the queue limit, " << r.passes << " passes, " << r.cached_tokens
     << " prompt tokens from the prefix cache; on average " << fmt_num(r.mean_in_system)
-    << " requests in the system).\n\n";
+    << " requests in the system).\n";
+  if (r.drafted > 0)
+    o << "Speculative decoding: " << r.drafts_kept << " of " << r.drafted << " drafts kept, "
+      << fmt_num(1 + double(r.drafts_kept) / double(r.decode_steps)) << " tokens per decode row.\n";
+  o << "\n";
   o << "| t | running | waiting | KV blocks used |\n|---|---|---|---|\n";
   for (const ServeSample& x : r.series)
     o << "| " << fmt_seconds(x.t_s) << " | " << x.running << " | " << x.waiting << " | " << x.kv_blocks_used << " / "

@@ -20,15 +20,14 @@ int parse_tokens(std::string_view s, std::string_view spec, std::string_view fla
   return v;
 }
 
-// A double in [0, 1) from the top 53 bits of one draw.
-double unit(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
-
 int draw(const LengthSpec& s, std::mt19937_64& rng) {
   if (s.lo == s.hi) return s.lo;
-  return s.lo + int(unit(rng) * double(s.hi - s.lo + 1));
+  return s.lo + int(unit_draw(rng) * double(s.hi - s.lo + 1));
 }
 
 }  // namespace
+
+double unit_draw(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
 
 LengthSpec parse_length(std::string_view spec, std::string_view flag) {
   const size_t colon = spec.find(':');
@@ -51,6 +50,8 @@ void check_load(const ServeLoad& l) {
   if (open && l.ramp_s > 0) throw Error("--ramp spreads the closed loop's clients; Poisson arrivals (--rate) have none");
   if (!(l.prefix_share >= 0 && l.prefix_share <= 1)) throw Error("--prefix-share must be in [0, 1]");
   if (l.prefix_tokens < 0 || l.prefix_tokens > kMaxLength) throw Error("--prefix-len must be 0 to 1048576 tokens");
+  if (!(l.draft_found >= 0 && l.draft_found <= 1)) throw Error("--draft-found must be in [0, 1]");
+  if (!(l.draft_accept >= 0 && l.draft_accept <= 1)) throw Error("--draft-accept must be in [0, 1]");
   if (l.requests * l.output.hi > kMaxServeTokens)
     throw Error("--requests x the longest --output-len must be at most " + std::to_string(kMaxServeTokens) + " tokens");
 }
@@ -62,11 +63,11 @@ std::vector<LoadRequest> make_requests(const ServeLoad& l) {
   double t = 0;
   for (LoadRequest& r : out) {
     // Poisson arrivals: exponential gaps of mean 1/rate (inverse CDF).
-    if (l.rate > 0) t += -std::log1p(-unit(rng)) / l.rate;
+    if (l.rate > 0) t += -std::log1p(-unit_draw(rng)) / l.rate;
     r.arrival_s = t;
     r.prompt = draw(l.prompt, rng);
     r.output = draw(l.output, rng);
-    if (unit(rng) < l.prefix_share) r.shared_prefix = std::min(l.prefix_tokens, r.prompt);
+    if (unit_draw(rng) < l.prefix_share) r.shared_prefix = std::min(l.prefix_tokens, r.prompt);
   }
   return out;
 }

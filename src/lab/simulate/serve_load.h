@@ -46,11 +46,21 @@ struct ServeLoad {
   // prefix_tokens (a system prompt), which the prefix cache can serve.
   double prefix_share = 0;
   int prefix_tokens = 0;
+  // With speculative decoding (the engine's --draft), two figures of the
+  // text, not of the engine. draft_found: the chance that prompt lookup
+  // finds drafts for a decode row (none when the last tokens have not
+  // occurred before). draft_accept: the chance that a draft is kept once
+  // those before it were, the same for each (Leviathan et al. 2023, "Fast
+  // Inference from Transformers via Speculative Decoding", section 3.4): a
+  // row with d drafts yields (1 - a^(d+1)) / (1 - a) tokens on average.
+  double draft_found = 1;
+  double draft_accept = 0;
   uint64_t seed = 1;
 };
 // Throws kvlab::Error for a load that is not one of the two loops, a ramp
-// outside [0, 1e6] s or with an open loop, a fraction outside [0, 1], a request count outside [1, kMaxServeRequests],
-// or more than kMaxServeTokens output tokens at the longest.
+// outside [0, 1e6] s or with an open loop, a fraction or a draft chance
+// outside [0, 1], a request count outside [1, kMaxServeRequests], or more
+// than kMaxServeTokens output tokens at the longest.
 void check_load(const ServeLoad& l);
 
 struct LoadRequest {
@@ -61,5 +71,9 @@ struct LoadRequest {
 
 // The requests of `l`, in arrival order.
 std::vector<LoadRequest> make_requests(const ServeLoad& l);
+
+// A double in [0, 1) from the top 53 bits of one draw (the same on every
+// standard library, unlike std::uniform_real_distribution).
+double unit_draw(std::mt19937_64& rng);
 
 }  // namespace kvlab::perf

@@ -52,12 +52,6 @@ int PassRows::tokens() const {
   return n;
 }
 
-int PassRows::sampled_rows() const {
-  int n = int(decode_positions.size());
-  for (const Chunk& ch : chunks) n += ch.logits;
-  return n;
-}
-
 PassTime time_serve_pass(const model::Config& c, const Pass& shape, const PassRows& rows, const Machine& m,
                          const Layout& l) {
   const model::Config& dev = l.devices() == 1 ? c : tp_shard(c, l.tp);

@@ -22,10 +22,9 @@ struct PassRows {
     int tokens = 0;       // prompt tokens this pass computes
     bool logits = false;  // the chunk ends the prompt: its last row gives the first token
   };
-  std::vector<int> decode_positions;  // the position each decode row feeds
+  std::vector<int> decode_positions;  // the position each decode row (or draft) feeds
   std::vector<Chunk> chunks;
   int tokens() const;
-  int sampled_rows() const;  // decode rows plus chunks that end their prompt
 };
 
 // `shape` gives the dtypes (weight_bytes, kv_bytes, act_bytes); its token

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <queue>
+#include <random>
 #include <string>
 
 #include "common/error.h"
@@ -62,10 +63,12 @@ struct Event {
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : order > o.order; }
 };
 
-// One planned pass: which request each row group belongs to.
+// One planned pass: which request each row group belongs to, and how many
+// of each decode row's drafts will be kept.
 struct Plan {
   PassRows rows;
   std::vector<size_t> decode_req, chunk_req;
+  std::vector<int> kept;
 };
 
 class ServeSim {
@@ -83,9 +86,11 @@ class ServeSim {
   void admit();
   bool try_admit(size_t id, int slot);
   void start_pass(double now);
+  int plan_decode_row(size_t id);
+  int kept_drafts(int drafts);
   void on_pass_done(double now);
   void apply_chunk(size_t id, const PassRows::Chunk& ch, double now);
-  void on_token(size_t id, double now);
+  bool on_token(size_t id, double now);
   void end_request(size_t id, double now);
   int blocks_in_use() const;
   bool prefix_referenced() const;
@@ -110,15 +115,22 @@ class ServeSim {
   // fill) and the request that computed them.
   int prefix_keyed_ = 0;
   int64_t prefix_owner_ = -1;
-  LogHistogram ttft_, itl_, e2e_;
+  LogHistogram ttft_, itl_, e2e_, tpot_;
   double first_arrival_ = -1, last_token_ = 0;
   double in_system_area_ = 0, last_event_ = 0;
   int64_t series_stride_ = 1;
+  // Draft outcomes: a stream of their own, so drafts leave the load's
+  // arrivals and lengths as they are for its seed.
+  std::mt19937_64 draft_rng_;
   ServeResult r_;
 };
 
 ServeSim::ServeSim(const ServeOptions& o, const PassPricer& price)
-    : o_(o), sched_(engine::checked(o.sched)), price_(price), slots_(size_t(sched_.n_seq), -1) {
+    : o_(o),
+      sched_(engine::checked(o.sched)),
+      price_(price),
+      slots_(size_t(sched_.n_seq), -1),
+      draft_rng_(o.load.seed ^ 0x9e3779b97f4a7c15ull) {
   for (const LoadRequest& l : make_requests(o.load)) reqs_.push_back({l});
   for (const SimRequest& q : reqs_)
     if (q.load.prompt >= sched_.n_ctx)
@@ -168,6 +180,7 @@ ServeResult ServeSim::run() {
   r_.ttft_ms = ms_percentiles(ttft_);
   r_.itl_ms = ms_percentiles(itl_);
   r_.e2e_ms = ms_percentiles(e2e_);
+  r_.tpot_ms = ms_percentiles(tpot_);
   if (r_.duration_s > 0) {
     r_.throughput_tok_s = double(r_.output_tokens) / r_.duration_s;
     r_.requests_per_s = double(r_.completed) / r_.duration_s;
@@ -269,11 +282,9 @@ void ServeSim::start_pass(double now) {
   busy_ = running_ > 0;
   if (!busy_) return;
   plan_ = Plan{};
+  int sampled = 0;  // rows the engine samples: each decode row's token and kept drafts, and finished prompts
   for (int64_t id : slots_)
-    if (id >= 0 && reqs_[size_t(id)].first_token >= 0) {
-      plan_.rows.decode_positions.push_back(reqs_[size_t(id)].n_past);
-      plan_.decode_req.push_back(size_t(id));
-    }
+    if (id >= 0 && reqs_[size_t(id)].first_token >= 0) sampled += 1 + plan_decode_row(size_t(id));
   const int decode_rows = int(plan_.decode_req.size());
   const int chunk = engine::prefill_budget(sched_, costs_, decode_rows);
   int budget = chunk;
@@ -283,9 +294,10 @@ void ServeSim::start_pass(double now) {
     const int n = std::min(budget, q.load.prompt - q.n_past);
     plan_.rows.chunks.push_back({q.n_past, n, q.n_past + n == q.load.prompt});
     plan_.chunk_req.push_back(size_t(id));
+    sampled += plan_.rows.chunks.back().logits;
     budget -= n;
   }
-  const int sampling_rounds = (plan_.rows.sampled_rows() + o_.overhead.sampler_threads - 1) / o_.overhead.sampler_threads;
+  const int sampling_rounds = (sampled + o_.overhead.sampler_threads - 1) / o_.overhead.sampler_threads;
   const double seconds = price_(plan_.rows) + o_.overhead.pass_s + double(sampling_rounds) * o_.overhead.sampled_row_s;
   costs_.observe(decode_rows, chunk - budget, seconds * 1e3);  // as the engine times the pass it ran
   sample(now);
@@ -293,11 +305,36 @@ void ServeSim::start_pass(double now) {
   push(now + seconds, Event::PassDone);
 }
 
+// Scheduler::add_decode_rows: the row's token at n_past, then its drafts
+// at the positions after it. Returns how many drafts will be kept.
+int ServeSim::plan_decode_row(size_t id) {
+  const SimRequest& q = reqs_[id];
+  const int room =
+      std::max(0, std::min({sched_.draft.max_tokens, q.load.output - q.generated - 1, sched_.n_ctx - q.n_past - 1}));
+  const int drafts = room > 0 && unit_draw(draft_rng_) < o_.load.draft_found ? room : 0;
+  for (int i = 0; i <= drafts; ++i) plan_.rows.decode_positions.push_back(q.n_past + i);
+  plan_.decode_req.push_back(id);
+  plan_.kept.push_back(kept_drafts(drafts));
+  ++r_.decode_steps;
+  r_.drafted += drafts;
+  r_.drafts_kept += plan_.kept.back();
+  return plan_.kept.back();
+}
+
+// Drafts are kept in order while each passes its draft_accept chance.
+int ServeSim::kept_drafts(int drafts) {
+  int kept = 0;
+  while (kept < drafts && unit_draw(draft_rng_) < o_.load.draft_accept) ++kept;
+  return kept;
+}
+
 void ServeSim::on_pass_done(double now) {
-  for (size_t id : plan_.decode_req) {
-    ++reqs_[id].n_past;
-    on_token(id, now);
-  }
+  // ServingEngine::apply: the kept drafts, then the row's own token.
+  for (size_t i = 0; i < plan_.decode_req.size(); ++i)
+    for (int j = 0; j <= plan_.kept[i]; ++j) {
+      ++reqs_[plan_.decode_req[i]].n_past;
+      if (!on_token(plan_.decode_req[i], now)) break;
+    }
   for (size_t i = 0; i < plan_.chunk_req.size(); ++i) apply_chunk(plan_.chunk_req[i], plan_.rows.chunks[i], now);
   admit();
   start_pass(now);
@@ -319,27 +356,32 @@ void ServeSim::apply_chunk(size_t id, const PassRows::Chunk& ch, double now) {
 }
 
 // ServingEngine::on_token: the request ends at its output length, or when
-// the context is full.
-void ServeSim::on_token(size_t id, double now) {
+// the context is full. Returns whether it goes on.
+bool ServeSim::on_token(size_t id, double now) {
   SimRequest& q = reqs_[id];
+  // A pass's tokens reach the client together, in one chunk (the handle
+  // hands the HTTP thread all the text pending): one gap per pass.
   if (q.first_token < 0) {
     q.first_token = now;
     ttft_.add(now - q.arrival);
-  } else {
+  } else if (now > q.last_token) {
     itl_.add(now - q.last_token);
   }
   q.last_token = now;
   ++q.generated;
   ++r_.output_tokens;
-  if (q.generated >= q.load.output || q.n_past + 1 > sched_.n_ctx) end_request(id, now);
+  if (q.generated < q.load.output && q.n_past + 1 <= sched_.n_ctx) return true;
+  end_request(id, now);
+  return false;
 }
 
 void ServeSim::end_request(size_t id, double now) {
   for (int64_t& slot : slots_)
     if (slot == int64_t(id)) slot = -1;
   --running_;
-  const double e2e = now - reqs_[id].arrival;
-  e2e_.add(e2e);
+  const SimRequest& q = reqs_[id];
+  e2e_.add(now - q.arrival);
+  if (q.generated > 1) tpot_.add((q.last_token - q.first_token) / double(q.generated - 1));
   ++r_.completed;
   last_token_ = std::max(last_token_, now);
   send_next(now);

@@ -15,7 +15,13 @@
 //    prefill_budget() tokens in all (at most prefill_chunk, fewer to keep a
 //    pass with decode rows near --pass-target-ms by the simulated passes'
 //    times), in slot order;
-//  - tokens come out at the end of the pass that samples them; a request
+//  - with --draft N, a decode row finds drafts with the load's draft_found
+//    chance, and then carries min(N, tokens still wanted - 1, context left
+//    - 1) of them (Scheduler::add_decode_rows); each is kept with the load's
+//    draft_accept chance while the ones before it were, drawn from the
+//    seed, and only the kept drafts and the row's own token are sampled;
+//  - tokens come out at the end of the pass that samples them, a request's
+//    in one chunk (inter-token latency is the gap between chunks); a request
 //    ends after its output tokens (ignore_eos, as benchmarks run).
 // Events are arrivals and pass completions, in time order (ties in the order
 // they were scheduled), so a seed gives one result. A pass's time is the
@@ -70,9 +76,16 @@ struct ServeResult {
   int64_t completed = 0, rejected = 0;
   int64_t passes = 0;
   int64_t prompt_tokens = 0, output_tokens = 0, cached_tokens = 0;
+  // Decode rows run (one per decoding request and pass), the drafts they
+  // carried and the drafts kept: a decode row yields 1 + kept / steps tokens.
+  int64_t decode_steps = 0, drafted = 0, drafts_kept = 0;
   int kv_blocks = 0;      // the pool
   double duration_s = 0;  // first arrival to last token
   Percentiles ttft_ms, itl_ms, e2e_ms;
+  // Per request, (last token - first token) / (tokens - 1): unlike the gaps
+  // between chunks, it counts every token, however a pass's tokens are
+  // chunked (vLLM's benchmarks call it TPOT).
+  Percentiles tpot_ms;
   double throughput_tok_s = 0;  // output tokens / duration
   double requests_per_s = 0;    // completed / duration
   double mean_in_system = 0;    // time-averaged requests in the engine (queued + running)
