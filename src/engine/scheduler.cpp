@@ -43,6 +43,10 @@ int admission_budget(const SchedulerOptions& o, int prompt_tokens, int max_token
   return int(std::min<int64_t>(o.n_ctx, int64_t(prompt_tokens) + std::max(max_tokens, 0)));
 }
 
+int draft_room(const SchedulerOptions& o, int wanted, int n_past) {
+  return std::max(0, std::min({o.draft.max_tokens, wanted - 1, o.n_ctx - n_past - 1}));
+}
+
 bool queue_has_room(const SchedulerOptions& o, size_t waiting, size_t incoming, int running) {
   const int free_slots = o.n_seq - running;
   return int(waiting + incoming) <= o.max_queue + std::max(0, free_slots);
@@ -90,15 +94,12 @@ void Scheduler::admit(const MakeSequence& make) {
 }
 
 void Scheduler::add_decode_rows(Sequence& s, StepPlan& plan) {
-  // Drafts for what follows tokens.back(), as many as the tokens still
-  // wanted after it and the context take (the pass writes positions
-  // n_past .. n_past + drafts; the blocks admitted cover max_tokens).
+  // Drafts for what follows tokens.back() (the blocks admitted cover
+  // max_tokens, so every position draft_room allows has its block).
   s.draft.clear();
-  if (opt_.draft.max_tokens > 0) {
-    const int room =
-        std::min({opt_.draft.max_tokens, s.req.max_tokens - s.n_generated - 1, opt_.n_ctx - s.n_past - 1});
-    s.draft = ngram_draft(s.tokens, room, opt_.draft.ngram_max, opt_.draft.ngram_min);
-  }
+  if (opt_.draft.max_tokens > 0)
+    s.draft = ngram_draft(s.tokens, draft_room(opt_, s.req.max_tokens - s.n_generated, s.n_past), opt_.draft.ngram_max,
+                          opt_.draft.ngram_min);
   plan.batch.push_back({s.tokens.back(), s.n_past, s.slot, true});
   for (size_t i = 0; i < s.draft.size(); ++i) plan.batch.push_back({s.draft[i], s.n_past + 1 + int(i), s.slot, true});
   plan.rows.push_back({&s, s.n_past, true, n_rows_, int(s.draft.size())});

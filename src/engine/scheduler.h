@@ -78,6 +78,10 @@ int prefill_budget(const SchedulerOptions& o, const PassCosts& costs, int decode
 // may generate, capped by the context (Scheduler::admit takes the blocks for
 // all of them at once, so a running sequence never runs out).
 int admission_budget(const SchedulerOptions& o, int prompt_tokens, int max_tokens);
+// The drafts a decode row at n_past may carry when `wanted` tokens are still
+// to come, its own included: at most draft.max_tokens, none past the last
+// wanted token or the context (the pass writes n_past .. n_past + drafts).
+int draft_room(const SchedulerOptions& o, int wanted, int n_past);
 // Whether the queue takes `incoming` more requests while `waiting` wait and
 // `running` slots are busy: up to max_queue beyond the free slots, which
 // absorb a burst before the engine's thread gets to admit it.

@@ -309,8 +309,7 @@ void ServeSim::start_pass(double now) {
 // at the positions after it. Returns how many drafts will be kept.
 int ServeSim::plan_decode_row(size_t id) {
   const SimRequest& q = reqs_[id];
-  const int room =
-      std::max(0, std::min({sched_.draft.max_tokens, q.load.output - q.generated - 1, sched_.n_ctx - q.n_past - 1}));
+  const int room = engine::draft_room(sched_, q.load.output - q.generated, q.n_past);
   const int drafts = room > 0 && unit_draw(draft_rng_) < o_.load.draft_found ? room : 0;
   for (int i = 0; i <= drafts; ++i) plan_.rows.decode_positions.push_back(q.n_past + i);
   plan_.decode_req.push_back(id);
