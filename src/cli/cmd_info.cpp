@@ -1,4 +1,5 @@
 // kvlab info: what a GGUF model is, what it weighs and what its KV cache costs.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -37,8 +38,13 @@ void info(const InfoOptions& o) {
   std::printf("feed-forward    %d (%s)\n", c.n_ff, c.ffn_act == model::FfnAct::GeluTanh ? "GeGLU" : "SwiGLU");
   std::printf("heads           %d query, %d KV (group %d), head dim %d\n", c.n_head, c.n_head_kv, c.gqa_group(),
               c.head_dim);
-  std::printf("rope            %d dims, theta %g, %s order\n", c.rope_dim, double(c.rope_theta),
+  std::printf("rope            %d dims, theta %g, %s order", c.rope_dim, double(c.rope_theta),
               c.rope_order == model::RopeOrder::NeoX ? "neox" : "normal");
+  if (c.rope_freq_scale != 1.f) std::printf(", positions x %g (linear scaling)", double(c.rope_freq_scale));
+  if (const auto& d = m->weights().rope_freqs; !d.empty())
+    std::printf(", pair angles / %g .. %g (rope_freqs, Llama 3)", double(*std::min_element(d.begin(), d.end())),
+                double(*std::max_element(d.begin(), d.end())));
+  std::printf("\n");
   if (c.swa_window > 0)
     std::printf("attention       sliding window of %d in %d of every %d layers (rope theta %g there)\n", c.swa_window,
                 c.swa_pattern - 1, c.swa_pattern, double(c.rope_theta_swa));

@@ -17,12 +17,13 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale) {
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale, const float* freq_divisors) {
   const float step = std::pow(theta, -2.0f / float(rope_dim));
   float angle = float(pos);
   for (size_t i = 0; i < rope_dim / 2; ++i) {
-    cos_sin[2 * i] = std::cos(freq_scale * angle);
-    cos_sin[2 * i + 1] = std::sin(freq_scale * angle);
+    const float turned = freq_scale * (freq_divisors ? angle / freq_divisors[i] : angle);
+    cos_sin[2 * i] = std::cos(turned);
+    cos_sin[2 * i + 1] = std::sin(turned);
     angle *= step;
   }
 }

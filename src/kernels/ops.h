@@ -26,7 +26,11 @@ void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox);
 // multiplication by theta^(-2/rope_dim) in float, as llama.cpp does, so the
 // rotations match the reference implementation bit for bit in the angle.
 // `freq_scale` < 1 is linear position interpolation: every angle times it.
-void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale = 1.0f);
+// `freq_divisors`, when given (rope_dim/2 of them), divide each pair's angle
+// first: Llama 3's long-context rule, which slows the low-frequency pairs
+// (GGUF tensor rope_freqs; llama.cpp's freq_factors, applied in that order).
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale = 1.0f,
+                const float* freq_divisors = nullptr);
 
 // SwiGLU (Shazeer 2020): gate = silu(gate) * up, silu(x) = x / (1 + e^-x).
 // The AVX2 version's e^x is a polynomial (kernels/x86_avx2/exp_avx2.h; the tests hold

@@ -8,6 +8,8 @@
 //     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))   (gemma3: gelu, post-norm)
 //   logits = Wout · norm(x)                                (gemma3: x starts as embed·sqrt(n_embd);
 //                                                           optional tanh soft-cap)
+// RoPE angles are divided per pair by rope_freqs where the file has it
+// (Llama 3.1+'s long-context rule), as llama.cpp does.
 #include "model/model.h"
 
 #include <algorithm>
@@ -220,7 +222,8 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
       for (size_t i = 0; i < E; ++i) x[i] *= s;
     }
     const size_t rd = size_t(c.rope_dim);
-    kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd], c.rope_freq_scale);
+    kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd], c.rope_freq_scale,
+                        w_.rope_freqs.empty() ? nullptr : w_.rope_freqs.data());
     if (c.swa_window > 0) kernels::rope_table(batch[t].pos, rd, c.rope_theta_swa, &ws.rope_swa[t * rd]);
   });
   clock.mark(Stage::Embedding);

@@ -28,6 +28,17 @@ std::vector<float> vector_f32(const gguf::File& f, const std::string& name, int 
   return v;
 }
 
+// Optional; divisors must be positive and finite, or every angle of the pair
+// would be inf or NaN.
+std::vector<float> rope_divisors(const gguf::File& f, const Config& c) {
+  if (!f.find_tensor("rope_freqs.weight")) return {};
+  std::vector<float> v = vector_f32(f, "rope_freqs.weight", c.rope_dim / 2);
+  for (float d : v)
+    if (!(d > 0.f && d < 1e30f))
+      throw Error(f.path() + ": tensor 'rope_freqs.weight' holds " + std::to_string(d) + " (divisors must be > 0)");
+  return v;
+}
+
 }  // namespace
 
 size_t Weights::matmul_bytes() const {
@@ -46,6 +57,7 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
   w.token_embd = matrix(f, "token_embd.weight", c.n_vocab, c.n_embd);
   w.output_norm = vector_f32(f, "output_norm.weight", c.n_embd);
   w.output = c.tied_embeddings ? w.token_embd : matrix(f, "output.weight", c.n_vocab, c.n_embd);
+  w.rope_freqs = rope_divisors(f, c);
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights l;

@@ -36,6 +36,9 @@ struct Weights {
   WeightMatrix token_embd;         // (n_vocab x n_embd)  token_embd
   std::vector<float> output_norm;  // (n_embd)
   WeightMatrix output;             // (n_vocab x n_embd)  output, or token_embd when tied
+  // (rope_dim / 2) rope_freqs: Llama 3.1+'s per-pair RoPE divisors
+  // (kernels::rope_table), or empty when the file has none.
+  std::vector<float> rope_freqs;
   std::vector<LayerWeights> layers;
 
   // Bytes of matrix data one forward pass reads (embedding rows excluded:

@@ -1,5 +1,6 @@
-// Real qwen2-, qwen3- and gemma3-architecture models for tests, made from a
-// real llama one (no small model of any of them is at hand).
+// Real qwen2-, qwen3- and gemma3-architecture models, and a llama model with
+// Llama 3's RoPE frequency factors, for tests, made from a real llama one (no
+// small model of any of them is at hand).
 //
 // All three architectures rotate the two halves of each head in RoPE (NeoX order)
 // where llama rotates adjacent pairs. llama.cpp's converter permutes a llama
@@ -18,9 +19,13 @@
 //    the last layer so that the model has a global layer (every 6th) after
 //    five local ones. The norms and GeGLU make it another network than the
 //    llama model: a real one all the same, that llama.cpp runs.
+//  - llama3_graft stays llama and adds `rope_freqs.weight`: Llama 3.1's
+//    frequency divisors (Meta's apply_scaling; llama.cpp's converter writes
+//    them as this tensor), with an original context of 128 positions instead
+//    of 8192, so that the test prompts' positions turn the pairs it slows.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{qwen2,qwen3,gemma3}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{qwen2,qwen3,gemma3,llama3}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -37,6 +42,10 @@ namespace kvlab::test {
 
 inline constexpr float kQwen2GraftBias = 0.1f;
 inline constexpr int kGemma3GraftWindow = 24;
+// Llama 3.1's scaling rule with these parameters (its own are 8, 1, 4, 8192).
+struct Llama3Scaling {
+  float factor = 8.f, low_freq_factor = 1.f, high_freq_factor = 4.f, original_context = 128.f;
+};
 
 namespace graft_detail {
 
@@ -156,6 +165,40 @@ inline gguf::Writer gemma3_graft(const gguf::File& llama, int window) {
     add_f32(w, p + "post_ffw_norm.weight", wave(n_embd, i + 19, 0.1f, 1.f));
   }
   return w;
+}
+
+// Pair i of theta^(-2i/d) turns with wavelength 2π/freq: pairs shorter than
+// original_context / high_freq_factor keep their frequency, pairs longer than
+// original_context / low_freq_factor are slowed by `factor`, and those between
+// blend the two. The tensor holds each pair's divisor.
+inline std::vector<float> llama3_rope_divisors(size_t rope_dim, float theta, const Llama3Scaling& s) {
+  std::vector<float> divisors(rope_dim / 2);
+  for (size_t i = 0; i < divisors.size(); ++i) {
+    const double freq = std::pow(double(theta), -2.0 * double(i) / double(rope_dim));
+    const double wavelen = 2.0 * M_PI / freq;
+    const double long_wave = s.original_context / s.low_freq_factor, short_wave = s.original_context / s.high_freq_factor;
+    if (wavelen < short_wave) divisors[i] = 1.f;
+    else if (wavelen > long_wave) divisors[i] = s.factor;
+    else {
+      const double smooth = (s.original_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      divisors[i] = float(1.0 / ((1.0 - smooth) / s.factor + smooth));
+    }
+  }
+  return divisors;
+}
+
+// With the given divisors, whatever their count or values (tests of the checks).
+inline gguf::Writer llama3_graft(const gguf::File& llama, const std::vector<float>& divisors) {
+  gguf::Writer w;
+  graft_detail::copy_metadata(llama, "llama", w);
+  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  graft_detail::add_f32(w, "rope_freqs.weight", divisors);
+  return w;
+}
+
+inline gguf::Writer llama3_graft(const gguf::File& llama, const Llama3Scaling& s = {}) {
+  const float theta = float(llama.get_float("llama.rope.freq_base").value_or(10000.0));
+  return llama3_graft(llama, llama3_rope_divisors(size_t(graft_detail::head_dim_of(llama)), theta, s));
 }
 
 }  // namespace kvlab::test

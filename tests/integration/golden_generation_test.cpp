@@ -210,6 +210,12 @@ TEST(GoldenGeneration, Qwen3GraftMatchesLlamaCppExactly) {
   check_graft("stories260K-qwen3", test::qwen3_graft(gguf::File::open(test::kStories)));
 }
 
+// llama with Llama 3.1's RoPE divisors (rope_freqs.weight): of the four
+// pairs of a head, the second turns 2.3 times slower and the last two 8 times.
+TEST(GoldenGeneration, Llama3RopeFreqsGraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-llama3", test::llama3_graft(gguf::File::open(test::kStories)));
+}
+
 // gemma3: QK-norm, post-norms, GeGLU, scaled embeddings, and a sliding
 // window of 24 positions in five of six layers (the prompts and the 64
 // generated tokens run up to 147 positions).

@@ -343,6 +343,28 @@ TEST(GgufModel, Qwen2NeedsItsProjectionBiases) {
   EXPECT_EQ(model_error(without), "m.gguf: missing required tensor 'blk.0.attn_q.bias'");
 }
 
+// Llama 3's rope_freqs: head dim 16 has 8 pairs, each with a positive divisor.
+TEST(GgufModel, RopeFreqsAreOnePositiveDivisorPerPair) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const File f = File::parse(llama, "tiny.gguf");
+  auto ok = test::llama3_graft(f);
+  EXPECT_EQ(model_error(ok), "");
+  {
+    const auto bytes = ok.serialize();
+    const File g = File::parse(bytes, "m.gguf");
+    const model::Weights w = model::bind_weights(g, model::load_config(g));
+    EXPECT_EQ(w.rope_freqs, test::llama3_rope_divisors(16, 10000.f, {}));
+  }
+  auto with = [&](const std::vector<float>& divisors) {
+    gguf::Writer w = test::llama3_graft(f, divisors);
+    return model_error(w);
+  };
+  EXPECT_NE(with(std::vector<float>(7, 1.f)).find("rope_freqs.weight"), std::string::npos);
+  std::vector<float> zero(8, 1.f);
+  zero[3] = 0.f;
+  EXPECT_EQ(with(zero), "m.gguf: tensor 'rope_freqs.weight' holds 0.000000 (divisors must be > 0)");
+}
+
 TEST(GgufModel, Gemma3KeysAndTensors) {
   const auto llama = test::tiny_llama({}).serialize();
   const File f = File::parse(llama, "tiny.gguf");

@@ -661,5 +661,23 @@ TEST(Ops, RopeFreqScaleIsPositionInterpolation) {
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(scaled[i], plain[i], 1e-6) << i;
 }
 
+// Llama 3's divisors: pair i turns as pos / divisor[i] would, then the
+// linear scale applies on top (llama.cpp's order: theta / ff, then freq_scale).
+TEST(Ops, RopeFreqDivisorsSlowEachPairByItsOwn) {
+  const float divisors[4] = {1.f, 2.f, 8.f, 4.f};
+  float slowed[8], at[8];
+  rope_table(48, 8, 10000.f, slowed, 0.5f, divisors);
+  for (int i = 0; i < 4; ++i) {
+    rope_table(int(24 / divisors[i]), 8, 10000.f, at);  // 0.5 * 48 / divisor
+    EXPECT_NEAR(slowed[2 * i], at[2 * i], 1e-6) << i;
+    EXPECT_NEAR(slowed[2 * i + 1], at[2 * i + 1], 1e-6) << i;
+  }
+  const float ones[4] = {1.f, 1.f, 1.f, 1.f};
+  float plain[8];
+  rope_table(48, 8, 10000.f, slowed, 1.f, ones);
+  rope_table(48, 8, 10000.f, plain);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(slowed[i], plain[i]) << i;
+}
+
 }  // namespace
 }  // namespace kvlab::kernels
