@@ -21,7 +21,7 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> models;
   bool mmap = false;
-  std::vector<int> n_prompt{512}, n_gen{128}, depth{0}, threads, ubatch{512};
+  std::vector<int> n_prompt{512}, n_gen{128}, depth{0}, threads, ubatch{512}, parallel{1};
   std::vector<std::string> pg;  // "PP,TG": prompt then generation, timed together
   std::vector<std::string> kv_types{"f16"};
   int reps = 5;
@@ -121,6 +121,7 @@ nlohmann::json row_json(const engine::BenchResult& r) {
   j["depth"] = r.test.depth;
   j["threads"] = r.test.threads;
   j["n_ubatch"] = r.test.max_batch;
+  j["n_parallel"] = r.test.n_parallel;
   j["kv_cache"] = r.test.kv_cache;
   j["kv_type"] = tensor::dtype_info(r.test.kv_type).name;
   j["tok_s"] = r.tok_s;
@@ -146,7 +147,10 @@ nlohmann::json row_json(const engine::BenchResult& r) {
   j["bytes_per_run"] = w.bytes() / double(r.tok_s.size());
   j["achieved_gflop_s"] = w.seconds > 0 ? w.flops / w.seconds / 1e9 : 0;
   j["achieved_gb_s"] = w.seconds > 0 ? w.bytes() / w.seconds / 1e9 : 0;
-  if (r.test.n_gen > 0) j["bytes_per_token"] = a.decode_bytes_per_token();
+  if (r.test.n_gen > 0) {
+    j["bytes_per_step"] = a.decode_bytes_per_step();
+    j["bytes_per_token"] = a.decode_bytes_per_step() / r.test.n_parallel;
+  }
   j["seconds_per_pass"] = w.passes ? w.seconds / w.passes : 0;
   if (r.stages) j["profile"] = stages_json(*r.stages, a);
   const auto& v = r.test.n_prompt > 0 ? a.prefill_verdict : a.decode_verdict;
@@ -190,9 +194,10 @@ std::vector<engine::BenchTest> test_plan(const BenchOptions& o, const std::vecto
       if (p > 0) tests.push_back({p, 0, depth, threads, !o.no_kv_cache, kv_type, ub});
     for (const auto& [p, n] : pg) tests.push_back({p, n, depth, threads, !o.no_kv_cache, kv_type, ub});
   }
-  // A tg test's passes are one token each: the batch size does not apply.
+  // A tg test's passes are one token per sequence: the batch size does not apply.
   for (int n : o.n_gen)
-    if (n > 0) tests.push_back({0, n, depth, threads, !o.no_kv_cache, kv_type, o.ubatch.front()});
+    if (n > 0)
+      for (int np : o.parallel) tests.push_back({0, n, depth, threads, !o.no_kv_cache, kv_type, o.ubatch.front(), np});
   return tests;
 }
 
@@ -242,9 +247,12 @@ std::string decode_roofline(const nlohmann::json& r) {
   if (r.contains("working_set_gb_s") && r["working_set_gb_s"].get<double>() > 1.1 * r["peak_gb_s"].get<double>())
     std::snprintf(cached, sizeof cached, "; %.0f%% of the %.1f GB/s a working set this size reads at",
                   r["pct_of_working_set_bandwidth"].get<double>(), r["working_set_gb_s"].get<double>());
-  std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s%s%s; %.1f MB/token; %s",
-                r["pct_of_peak_bandwidth"].get<double>(), r["peak_gb_s"].get<double>(), sustained, cached,
-                r["bytes_per_token"].get<double>() / 1e6, r["bound"].get<std::string>().c_str());
+  char per[48];
+  const int np = r["n_parallel"].get<int>();
+  if (np > 1) std::snprintf(per, sizeof per, "%.1f MB/step of %d tokens", r["bytes_per_step"].get<double>() / 1e6, np);
+  else std::snprintf(per, sizeof per, "%.1f MB/token", r["bytes_per_token"].get<double>() / 1e6);
+  std::snprintf(buf, sizeof buf, "%.0f%% of %.1f GB/s%s%s; %s; %s", r["pct_of_peak_bandwidth"].get<double>(),
+                r["peak_gb_s"].get<double>(), sustained, cached, per, r["bound"].get<std::string>().c_str());
   return buf;
 }
 
@@ -327,6 +335,10 @@ void add_bench_command(CLI::App& root) {
   app->add_option("-r,--repetitions", o->reps, "repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
   app->add_option("-t,--threads", o->threads, "thread counts (default: all cores)")->delimiter(',')
       ->check(CLI::Range(1, 1024));
+  app->add_option("--np,--parallel", o->parallel,
+                  "sequences decoding together in each tg test, one token each per pass (llama-batched-bench's "
+                  "-npl); t/s counts all of them")
+      ->capture_default_str()->delimiter(',')->check(CLI::Range(1, 1024));
   app->add_flag("--no-kv-cache", o->no_kv_cache, "recompute the whole sequence at every step");
   app->add_flag("--profile", o->profile_stages,
                 "also time each stage of the forward pass (extra repetitions after the timed ones) and put it on "

@@ -135,13 +135,13 @@ void print_roofline(const engine::Attribution& cached, const engine::Attribution
   row("prefill", cached.prefill, cached.prefill_verdict);
   row("decode (KV cache)", cached.decode, cached.decode_verdict);
   row("decode (no cache)", naive.decode, naive.decode_verdict);
-  std::printf("\nA cached decode step reads %.1f MB (weights + KV) to make one token", cached.decode_bytes_per_token() / 1e6);
+  std::printf("\nA cached decode step reads %.1f MB (weights + KV) to make one token", cached.decode_bytes_per_step() / 1e6);
   if (cached.decode_verdict && pk.sustained_bytes_per_s > 0)
     std::printf(", at %.0f%% of the sustained bandwidth", 100 * cached.decode_verdict->achieved_bytes_per_s / pk.sustained_bytes_per_s);
   // Only a working set within the L3 is said to fit: past it the curve can
   // still read above the DRAM figure (with a 32 MiB L3, a 99 MB step can
   // interpolate to above it), which is no cache of this machine's.
-  const bool within_l3 = pk.l3_bytes == 0 || cached.decode_bytes_per_token() <= pk.l3_bytes;
+  const bool within_l3 = pk.l3_bytes == 0 || cached.decode_bytes_per_step() <= pk.l3_bytes;
   if (cached.decode_verdict && within_l3 && pk.working_set_bytes_per_s > 1.1 * pk.bytes_per_s)
     std::printf(".\nThat much fits in this machine's caches: the probe reads a working set that size at %.1f GB/s,\n"
                 "and the step ran at %.0f%% of that",

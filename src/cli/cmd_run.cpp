@@ -58,7 +58,7 @@ nlohmann::json roofline_json(const engine::Attribution& a) {
   nlohmann::json j;
   j["prefill"] = phase_json(a.prefill, a.prefill_verdict);
   j["decode"] = phase_json(a.decode, a.decode_verdict);
-  j["decode"]["bytes_per_token"] = a.decode_bytes_per_token();
+  j["decode"]["bytes_per_token"] = a.decode_bytes_per_step();
   if (a.peaks) {
     j["peaks"] = {{"flops", a.peaks->flops}, {"kind", a.peaks->flops_kind}, {"bytes_per_s", a.peaks->bytes_per_s},
                   {"source", a.peaks->source}};

@@ -16,6 +16,7 @@ struct Step {
   int n_past;      // positions already in the cache when the pass started
   double seconds;  // wall time of the forward pass
   bool logits_for_all = false;  // the LM head ran on every token (a speculative verify pass), not just the last
+  int n_seq = 1;   // sequences in the pass, n_tokens / n_seq new tokens each (a batched decode step)
 };
 
 struct Trace {

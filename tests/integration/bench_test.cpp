@@ -47,6 +47,52 @@ TEST(Bench, PromptThenGenerationInBatchesOfUb) {
   EXPECT_EQ(g.roofline.decode.passes, 3);
 }
 
+// --parallel N: each timed pass carries one token of each of N sequences,
+// every one at the test's depth; tok/s counts all N sequences' tokens, and a
+// step's KV reads are N sequences' while its weight reads stay one pass's.
+TEST(Bench, ParallelTgStepsEverySequenceOncePerPass) {
+  const auto& m = *test::load_model(test::kStories).model;
+  engine::BenchTest t;
+  t.n_gen = 4;
+  t.depth = 5;
+  t.threads = 1;
+  t.n_parallel = 3;
+  EXPECT_EQ(t.name(), "tg4 x3 @ d5");
+  const int reps = 2;
+  const engine::BenchResult r = engine::run_bench(m, t, reps, std::nullopt);
+  EXPECT_EQ(r.roofline.prefill.passes, 0);
+  EXPECT_EQ(r.roofline.decode.passes, 4 * reps);
+  EXPECT_EQ(r.roofline.decode.tokens, 12 * reps);
+  double timed = 0;
+  for (double x : r.tok_s) timed += 12 / x;
+  EXPECT_GE(timed, r.roofline.decode.seconds * (1 - 1e-9));
+  EXPECT_GT(r.roofline.decode.seconds, 0.5 * timed);
+  const engine::PhaseWork one = engine::pass_work(m, 1, 5, 2.0), three = engine::pass_work(m, 3, 5, 2.0, false, 3);
+  EXPECT_EQ(three.weight_bytes, one.weight_bytes);
+  EXPECT_DOUBLE_EQ(three.kv_bytes, 3 * one.kv_bytes);
+  EXPECT_DOUBLE_EQ(three.flops, 3 * one.flops);
+}
+
+TEST(Bench, ParallelSequencesAreForCachedTgTests) {
+  const auto& m = *test::load_model(test::kStories).model;
+  engine::BenchTest t;
+  t.n_prompt = 8;
+  t.n_parallel = 2;
+  try {
+    engine::run_bench(m, t, 1, std::nullopt);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "pp8 x2: parallel sequences are for tg tests with the KV cache");
+  }
+  t.n_prompt = 0;
+  t.n_gen = 4;
+  t.kv_cache = false;
+  EXPECT_THROW(engine::run_bench(m, t, 1, std::nullopt), Error);
+  t.kv_cache = true;
+  t.n_parallel = 0;
+  EXPECT_THROW(engine::run_bench(m, t, 1, std::nullopt), Error);
+}
+
 // The roofline divides by the probe's point for the test's thread count (the
 // fastest at or below it), its best window and its sustained figure alike.
 perf::HwProfile two_thread_profile() {
@@ -91,7 +137,7 @@ TEST(Bench, DecodeIsPutAgainstTheReadRateOfItsWorkingSet) {
   hw.read_bw_by_size = {{8 << 20, 9e10}, {1 << 30, 3e10}};
   const engine::Attribution a = engine::run_bench(m, t, 1, hw).roofline;
   ASSERT_TRUE(a.peaks);
-  EXPECT_LT(a.decode_bytes_per_token(), 8 << 20);
+  EXPECT_LT(a.decode_bytes_per_step(), 8 << 20);
   EXPECT_DOUBLE_EQ(a.peaks->working_set_bytes_per_s, 3 * hw.mem_read_bw[0].bytes_per_s);
   // With every thread, the curve's own figure, even when its DRAM end (a
   // separate run of the probe) came out below the best window's.

@@ -6,9 +6,11 @@
 
 namespace kvlab::engine {
 
-PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes, bool logits_for_all) {
+PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes, bool logits_for_all,
+                    int n_seq) {
   perf::Pass p;
-  p.new_tokens = n_tokens;
+  p.new_tokens = n_tokens / n_seq;
+  p.batch = n_seq;
   p.past = n_past;
   p.logits_for_all_tokens = logits_for_all;
   p.kv_bytes = kv_elem_bytes;
@@ -43,7 +45,7 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
                       const std::optional<perf::HwProfile>& profile) {
   Attribution a;
   for (const Step& s : trace.steps) {
-    PhaseWork w = pass_work(m, s.n_tokens, s.n_past, kv_elem_bytes, s.logits_for_all);
+    PhaseWork w = pass_work(m, s.n_tokens, s.n_past, kv_elem_bytes, s.logits_for_all, s.n_seq);
     w.seconds = s.seconds;
     (s.phase == Phase::Prefill ? a.prefill : a.decode) += w;
   }
@@ -74,7 +76,7 @@ Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_
     const double all = bandwidth_at(*profile, profile->threads).bytes_per_s;
     const double share = all > 0 ? std::min(1.0, pk.bytes_per_s / all) : 1.0;
     pk.working_set_bytes_per_s =
-        curve.back().bytes_per_s * perf::cache_speedup(curve, a.decode_bytes_per_token()) * share;
+        curve.back().bytes_per_s * perf::cache_speedup(curve, a.decode_bytes_per_step()) * share;
   }
   a.peaks = pk;
   if (pk.flops <= 0 || pk.bytes_per_s <= 0) return a;

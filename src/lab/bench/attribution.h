@@ -55,13 +55,15 @@ struct Attribution {
   PhaseWork prefill, decode;  // decode includes recompute passes (no KV cache)
   std::optional<Peaks> peaks;
   std::optional<perf::Verdict> prefill_verdict, decode_verdict;
-  // Bytes one decode step read on average (weights + KV).
-  double decode_bytes_per_token() const { return decode.passes ? decode.bytes() / decode.passes : 0; }
+  // Bytes one decode step read on average (weights + KV): one token's, or
+  // those of a step of several sequences (a parallel tg test).
+  double decode_bytes_per_step() const { return decode.passes ? decode.bytes() / decode.passes : 0; }
 };
 
-// Work of one forward pass of `n_tokens` new tokens after `n_past` cached.
+// Work of one forward pass of `n_tokens` new tokens after `n_past` cached,
+// spread evenly over `n_seq` sequences (each with n_past cached).
 PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes,
-                    bool logits_for_all = false);
+                    bool logits_for_all = false, int n_seq = 1);
 
 // `profile`: nullopt leaves the verdicts out (no probe profile yet).
 Attribution attribute(const Trace& trace, const model::Model& m, double kv_elem_bytes, int threads,

@@ -23,8 +23,12 @@ struct BenchTest {
   bool kv_cache = true;
   tensor::DType kv_type = tensor::DType::F16;
   int max_batch = 512;  // tokens per forward pass of a prefill (llama-bench's -ub)
-  std::string name() const;  // "pp512", "tg128 @ d4096", "pp512+tg128"
-  int n_tokens() const { return n_prompt + n_gen; }
+  // tg only: sequences decoding together, each at `depth`, one token each per
+  // pass (a continuous-batching decode step; llama-batched-bench's -npl).
+  // Their tokens all count.
+  int n_parallel = 1;
+  std::string name() const;  // "pp512", "tg128 @ d4096", "pp512+tg128", "tg128 x8"
+  int n_tokens() const { return n_prompt + n_gen; }  // per sequence
 };
 
 struct BenchResult {
