@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/arch_graft.h"
 #include "common/models.h"
 #include "common/scratch_dir.h"
 #include "common/tiny_model.h"
@@ -141,6 +142,16 @@ TEST(CliErrors, ShapeMismatch) {
   std::memcpy(&b[find(b, "q") + 1 + 4], &bad, 8);
   const auto p = write_file("shape.gguf", b);
   expect_one_line_error(run_kvlab("info -m " + p), p + ": tensor 'q' row length 40 is not a multiple of the q8_0 block size 32");
+}
+
+TEST(CliErrors, RopeFreqsMustBePositive) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const gguf::File f = gguf::File::parse(llama, "tiny.gguf");
+  std::vector<float> divisors(8, 1.f);
+  divisors[5] = -2.f;
+  const auto p = write_file("rope-freqs.gguf", test::llama3_graft(f, divisors).serialize());
+  expect_one_line_error(run_kvlab("info -m " + p),
+                        p + ": tensor 'rope_freqs.weight' holds -2.000000 (divisors must be > 0)");
 }
 
 TEST(CliErrors, MissingTensorAndKey) {
