@@ -51,6 +51,9 @@ void info(const InfoOptions& o) {
   if (c.qkv_bias || c.qk_norm || c.post_norms)
     std::printf("extras         %s%s%s\n", c.qkv_bias ? " q/k/v biases" : "", c.qk_norm ? " q/k norms" : "",
                 c.post_norms ? " post-norms" : "");
+  if (c.attn_softcap > 0 || c.final_logit_softcap > 0)
+    std::printf("soft caps       attention scores %g, logits %g (c·tanh(x/c); 0: none)\n", double(c.attn_softcap),
+                double(c.final_logit_softcap));
   std::printf("rms eps         %g\n", double(c.rms_eps));
   std::printf("vocab           %d, %s output embedding\n", c.n_vocab, c.tied_embeddings ? "tied" : "separate");
   std::printf("context         %d (training)\n", c.n_ctx_train);

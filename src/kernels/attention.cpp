@@ -167,7 +167,7 @@ void attend_prepare_q(const float* q, int group, const KvView& kv, size_t head_d
   for (size_t g = 0; g < size_t(group); ++g) ak.prepare_q(q + g * head_dim, head_dim, scratch + g * head_dim);
 }
 
-void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, float scale,
+void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, ScoreMap map,
                   float* scratch, float* partial) {
   static_assert(kAttnChunk % kKvTileRows == 0);
   const AttnKernel& ak = attn_kernel(kv.type, head_dim);
@@ -186,8 +186,11 @@ void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, 
   const int k0 = k_tiled(kv.type) ? tile_start(p0) : p0, k1 = k_tiled(kv.type) ? tile_end(p1) : p1;
   for_each_run(kv.k, kv, k0, k1, [&](int j, int rows, const uint8_t* k) {
     const uint8_t* v = k + (kv.v - kv.k);  // V rows at K's offsets
-    ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, scale, s + (j - c0), C);
+    ak.scores(q_conv, head_dim * sizeof(float), group, k, v, kv.row_stride, rows, head_dim, map.scale, s + (j - c0), C);
   });
+  if (map.softcap > 0.f)
+    for (size_t g = 0; g < G; ++g)
+      for (float* x = s + g * C + (p0 - c0); x < s + g * C + (p1 - c0); ++x) *x = map.softcap * std::tanh(*x / map.softcap);
   // A tiled V is summed whole tiles at a time, its extra positions with p = 0.
   const int v0 = v_tiled(kv.type) ? tile_start(p0) : p0, v1 = v_tiled(kv.type) ? tile_end(p1) : p1;
   float* m = partial;
@@ -252,14 +255,14 @@ static float* scratch_acc(float* scratch, int group, size_t head_dim) {
   return scratch_partial(scratch, group, head_dim) + attn_partial_floats(group, head_dim);
 }
 
-void attend(const float* q, int group, const KvView& kv, int first, int n_pos, size_t head_dim, float scale,
+void attend(const float* q, int group, const KvView& kv, int first, int n_pos, size_t head_dim, ScoreMap map,
             float* scratch, float* out) {
   float* partial = scratch_partial(scratch, group, head_dim);
   float* acc = scratch_acc(scratch, group, head_dim);
   attn_partial_reset(acc, group, head_dim);
   attend_prepare_q(q, group, kv, head_dim, scratch);
   for (int c = attn_first_chunk(first); c < attn_chunks(n_pos); ++c) {
-    attend_chunk(group, kv, first, n_pos, c, head_dim, scale, scratch, partial);
+    attend_chunk(group, kv, first, n_pos, c, head_dim, map, scratch, partial);
     attn_partial_merge(acc, partial, group, head_dim);
   }
   attn_partial_finish(acc, group, head_dim, out);
@@ -273,7 +276,7 @@ AttnScratch::AttnScratch(int group, size_t head_dim, int n_threads, int n_ctx)
   chunks_done = std::make_unique<ChunksDone[]>(split_below - 1);
 }
 
-void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, float scale, ThreadPool& pool,
+void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, ScoreMap map, ThreadPool& pool,
                   AttnScratch& scratch) {
   const size_t per_thread = attn_thread_floats(group, head_dim), part = attn_slot_floats(group, head_dim);
   if (size_t(pool.size()) * per_thread > scratch.per_thread.size())
@@ -287,7 +290,7 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
   if (items.size() >= scratch.split_below || one_chunk_each) {
     pool.run(items.size(), [&](size_t i, int thread) {
       const AttnItem& it = items[i];
-      attend(it.q, group, it.kv, it.first, it.n_pos, head_dim, scale, thread_scratch(thread), it.out);
+      attend(it.q, group, it.kv, it.first, it.n_pos, head_dim, map, thread_scratch(thread), it.out);
     });
     return;
   }
@@ -343,7 +346,7 @@ void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, f
           prepared = i;
         }
         attend_chunk(group, it.kv, it.first, it.n_pos, attn_first_chunk(it.first) + int(c - first[i]), head_dim,
-                     scale, thread_scratch(thread), &scratch.partials[c * part]);
+                     map, thread_scratch(thread), &scratch.partials[c * part]);
         ++done;
       }
       if (done) report(i, done, thread);

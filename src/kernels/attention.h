@@ -76,6 +76,15 @@ inline int attn_chunks(int n_pos) { return (n_pos + kAttnChunk - 1) / kAttnChunk
 inline int attn_first_chunk(int first) { return first / kAttnChunk; }
 inline int attn_chunks(int first, int n_pos) { return attn_chunks(n_pos) - attn_first_chunk(first); }
 
+// What a score q·k becomes before the softmax: times `scale`, then, with a
+// soft cap c > 0, c·tanh(s / c) (Gemma 2's attention logit soft-capping,
+// which keeps every score inside (-c, c)). A plain scale converts to it.
+struct ScoreMap {
+  float scale;
+  float softcap = 0.f;
+  ScoreMap(float s, float cap = 0.f) : scale(s), softcap(cap) {}  // NOLINT(google-explicit-constructor)
+};
+
 // The G heads of q (head_dim floats each, one after another) in the form
 // the KV type's scores read, into the start of `scratch`: once per query
 // group, for all of its chunks.
@@ -83,7 +92,7 @@ void attend_prepare_q(const float* q, int group, const KvView& kv, size_t head_d
 // The partial of chunk `chunk` (positions chunk*kAttnChunk .. up to n_pos,
 // none before `first`; the chunk must hold at least one of them), with q
 // prepared in `scratch` by attend_prepare_q.
-void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, float scale,
+void attend_chunk(int group, const KvView& kv, int first, int n_pos, int chunk, size_t head_dim, ScoreMap map,
                   float* scratch, float* partial);
 // Folds `partial` into the running `acc` (both laid out as above); an empty
 // acc is made by attn_partial_reset.
@@ -93,7 +102,7 @@ void attn_partial_merge(float* acc, const float* partial, int group, size_t head
 void attn_partial_finish(const float* acc, int group, size_t head_dim, float* out);
 // All chunks of positions first .. n_pos-1 in order, merged: out is G heads
 // of head_dim floats.
-void attend(const float* q, int group, const KvView& kv, int first, int n_pos, size_t head_dim, float scale,
+void attend(const float* q, int group, const KvView& kv, int first, int n_pos, size_t head_dim, ScoreMap map,
             float* scratch, float* out);
 
 // One query group's attention in a batch: G heads of q, their KV head's
@@ -133,7 +142,7 @@ struct AttnScratch {
 };
 // All items on the pool, with the same arithmetic whether an item's chunks
 // run on one thread or many.
-void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, float scale, ThreadPool& pool,
+void attend_batch(std::span<const AttnItem> items, int group, size_t head_dim, ScoreMap map, ThreadPool& pool,
                   AttnScratch& scratch);
 
 // The per-ISA pieces of a chunk, for one KV type:

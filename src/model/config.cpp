@@ -19,6 +19,7 @@ struct ArchSpec {
   bool qk_norm = false, post_norms = false, scale_embeddings = false;
   FfnAct ffn_act = FfnAct::SiLU;
   int swa_pattern = 0;
+  bool swa_rope_base_is_global = false;  // local layers use rope.freq_base too, not 10000
 };
 // qwen2 is llama with biases on the Q, K and V projections and RoPE over the
 // two halves of each head (llama.cpp: LLM_ARCH_QWEN2, rope type NEOX; its GGUF
@@ -28,12 +29,22 @@ struct ArchSpec {
 // gemma3 adds QK-norm, post-attention and post-FFN norms, embeddings scaled by
 // sqrt(n_embd), GeGLU, and five local (sliding-window, RoPE base 10000)
 // layers for each global one (llama.cpp: LLM_ARCH_GEMMA3, swa pattern 6).
+// gemma2 is gemma3 without QK-norm, with one local layer for each global one
+// (pattern 2), one RoPE base for both, and soft-capped attention scores
+// (llama.cpp: LLM_ARCH_GEMMA2).
 // Its GGUF norm weights already hold the 1 + w of the trained model (the
 // converter adds the 1), so every RMSNorm here multiplies by the weight.
 constexpr std::array kArchs = {
     ArchSpec{.name = "llama"},
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
+    ArchSpec{.name = "gemma2",
+             .rope_order = RopeOrder::NeoX,
+             .post_norms = true,
+             .scale_embeddings = true,
+             .ffn_act = FfnAct::GeluTanh,
+             .swa_pattern = 2,
+             .swa_rope_base_is_global = true},
     ArchSpec{.name = "gemma3",
              .rope_order = RopeOrder::NeoX,
              .qk_norm = true,
@@ -67,6 +78,7 @@ bool apply_arch_traits(Config& c) {
   c.scale_embeddings = spec->scale_embeddings;
   c.ffn_act = spec->ffn_act;
   c.swa_pattern = spec->swa_pattern;
+  if (spec->swa_rope_base_is_global) c.rope_theta_swa = c.rope_theta;
   return true;
 }
 
@@ -119,6 +131,8 @@ Config load_config(const gguf::File& f) {
   }
   c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(0.0));
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
+  c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(0.0));
+  if (!(c.attn_softcap >= 0.f)) throw Error(f.path() + ": attn_logit_softcapping must be >= 0");
   c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
   if (!(c.rms_eps > 0.f && c.rms_eps < 1.f)) throw Error(f.path() + ": layer_norm_rms_epsilon out of range");
 

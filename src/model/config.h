@@ -36,7 +36,7 @@ struct Config {
   bool tied_embeddings = false;  // no output.weight: logits use token_embd
   bool qkv_bias = false;       // blk.N.attn_{q,k,v}.bias are added after the projections (qwen2)
 
-  // gemma3 (Gemma Team 2025); all off for llama and qwen2.
+  // gemma2 and gemma3 (Gemma Team 2024, 2025); all off for llama and qwen2.
   bool qk_norm = false;           // RMSNorm of each Q and K head before RoPE (blk.N.attn_{q,k}_norm)
   bool post_norms = false;        // RMSNorm of the attention and FFN outputs before each residual
                                   // add (blk.N.post_attention_norm, blk.N.post_ffw_norm)
@@ -49,15 +49,17 @@ struct Config {
   float rope_freq_scale = 1.f;     // global layers' positions are multiplied by this
                                    // (1 / {arch}.rope.scaling.factor, linear scaling)
   float final_logit_softcap = 0.f;  // {arch}.final_logit_softcapping: logits = c·tanh(logits/c)
+  float attn_softcap = 0.f;  // {arch}.attn_logit_softcapping: scores = c·tanh(scores/c) (gemma2)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
   int gqa_group() const { return n_head / n_head_kv; }
-  // q·k is multiplied by this: 1/sqrt(head_dim), except for Gemma 3 27B
-  // (62 layers), trained with 1/sqrt(n_embd / n_head) (gemma_pytorch's
-  // query_pre_attn_scalar, as llama.cpp applies it).
+  // q·k is multiplied by this: 1/sqrt(head_dim), except for Gemma 2 27B
+  // (46 layers) and Gemma 3 27B (62), trained with 1/sqrt(n_embd / n_head)
+  // (gemma_pytorch's query_pre_attn_scalar, as llama.cpp applies it).
   float attn_scale() const {
-    return 1.0f / std::sqrt(float(arch == "gemma3" && n_layer == 62 ? n_embd / n_head : head_dim));
+    const bool by_width = (arch == "gemma2" && n_layer == 46) || (arch == "gemma3" && n_layer == 62);
+    return 1.0f / std::sqrt(float(by_width ? n_embd / n_head : head_dim));
   }
   // A local (sliding-window) layer: all but every swa_pattern-th one.
   bool is_swa(int layer) const {
@@ -73,15 +75,16 @@ namespace kvlab::gguf { class File; }
 
 namespace kvlab::model {
 
-// Sets what an architecture fixes (RoPE order, biases, gemma3's norms, GeGLU,
-// scaled embeddings, the local/global layer pattern) from c.arch; false when
-// kvlab does not know the architecture. The hyper-parameters, and the sliding
-// window size, are the caller's to set. Used by load_config and by the
-// simulator's model catalog and config.json import.
+// Sets what an architecture fixes (RoPE order, biases, the gemmas' norms,
+// GeGLU, scaled embeddings, the local/global layer pattern, the local layers'
+// RoPE base, from rope_theta, which must be set first) from c.arch; false
+// when kvlab does not know the architecture. The other hyper-parameters, the
+// sliding window size and the soft caps are the caller's to set. Used by
+// load_config and by the simulator's model catalog and config.json import.
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, qwen2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, qwen2, qwen3, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

@@ -4,9 +4,10 @@
 //     x += Wo · attention(rope(Wq·norm(x)), rope(Wk·norm(x)), Wv·norm(x))
 //          (qwen2: + bq, + bk, + bv after each projection, before RoPE;
 //           gemma3: RMSNorm of each Q and K head before RoPE, a sliding window
-//           in local layers, and RMSNorm of the sub-layer output before the add)
-//     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))   (gemma3: gelu, post-norm)
-//   logits = Wout · norm(x)                                (gemma3: x starts as embed·sqrt(n_embd);
+//           in local layers, and RMSNorm of the sub-layer output before the add;
+//           gemma2: gemma3's without the Q/K norms, scores soft-capped)
+//     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))   (gemma: gelu, post-norm)
+//   logits = Wout · norm(x)                                (gemma: x starts as embed·sqrt(n_embd);
 //                                                           optional tanh soft-cap)
 // RoPE angles are divided per pair by rope_freqs where the file has it
 // (Llama 3.1+'s long-context rule), as llama.cpp does.
@@ -140,7 +141,7 @@ void Model::attend(int layer, std::span<const BatchEntry> batch, const kv::Cache
     }
   if (ws.attended)
     for (const kernels::AttnItem& item : ws.attn_items) *ws.attended += uint64_t(item.n_pos - item.first);
-  kernels::attend_batch(ws.attn_items, G, hd, scale, pool, ws.attn);
+  kernels::attend_batch(ws.attn_items, G, hd, {scale, c.attn_softcap}, pool, ws.attn);
 }
 
 // x += out, or x += norm(out) when the layer has a post-norm (gemma3).

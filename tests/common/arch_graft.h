@@ -1,4 +1,4 @@
-// Real qwen2-, qwen3- and gemma3-architecture models, and a llama model with
+// Real qwen2-, qwen3-, gemma2- and gemma3-architecture models, and a llama model with
 // Llama 3's RoPE frequency factors, for tests, made from a real llama one (no
 // small model of any of them is at hand).
 //
@@ -19,13 +19,16 @@
 //    the last layer so that the model has a global layer (every 6th) after
 //    five local ones. The norms and GeGLU make it another network than the
 //    llama model: a real one all the same, that llama.cpp runs.
+//  - gemma2_graft is gemma3's without QK-norm and without the extra layer
+//    (gemma2 alternates local and global layers, starting with a local one),
+//    with soft caps on the attention scores and the logits.
 //  - llama3_graft stays llama and adds `rope_freqs.weight`: Llama 3.1's
 //    frequency divisors (Meta's apply_scaling; llama.cpp's converter writes
 //    them as this tensor), with an original context of 128 positions instead
 //    of 8192, so that the test prompts' positions turn the pairs it slows.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{qwen2,qwen3,gemma3,llama3}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{qwen2,qwen3,gemma2,gemma3,llama3}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -42,6 +45,11 @@ namespace kvlab::test {
 
 inline constexpr float kQwen2GraftBias = 0.1f;
 inline constexpr int kGemma3GraftWindow = 24;
+inline constexpr int kGemma2GraftWindow = 24;
+// Low enough to bend stories260K's scores and logits (Gemma 2's own are 50 and 30).
+struct Gemma2SoftCaps {
+  float attention = 2.5f, final = 5.f;
+};
 // Llama 3.1's scaling rule with these parameters (its own are 8, 1, 4, 8192).
 struct Llama3Scaling {
   float factor = 8.f, low_freq_factor = 1.f, high_freq_factor = 4.f, original_context = 128.f;
@@ -136,16 +144,24 @@ inline gguf::Writer qwen3_graft(const gguf::File& llama) {
   return w;
 }
 
-inline gguf::Writer gemma3_graft(const gguf::File& llama, int window) {
-  using namespace graft_detail;
+namespace graft_detail {
+
+// What the gemma grafts share: NeoX Q/K rows, embeddings divided by
+// sqrt(n_embd), post-norm weights near 1 and a sliding window; gemma3's adds
+// QK-norm weights and a copy of the last layer as its global one, and
+// gemma2's drops output.weight (llama.cpp ties gemma2's output to the
+// embeddings and refuses a file that has one).
+inline gguf::Writer gemma_graft(const gguf::File& llama, const std::string& arch, int window, bool gemma3) {
   const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
+  const int64_t layers = gemma3 ? n_layer + 1 : n_layer;
   const size_t n_embd = size_t(llama.require_int("llama.embedding_length"));
   gguf::Writer w;
-  copy_metadata(llama, "gemma3", w, {"gemma3.block_count"});
-  w.set_u32("gemma3.block_count", uint32_t(n_layer + 1));
-  w.set_u32("gemma3.attention.sliding_window", uint32_t(window));
+  copy_metadata(llama, arch, w, {arch + ".block_count"});
+  w.set_u32(arch + ".block_count", uint32_t(layers));
+  w.set_u32(arch + ".attention.sliding_window", uint32_t(window));
   const std::string last = "blk." + std::to_string(n_layer - 1) + ".";
   for (const gguf::TensorInfo& t : llama.tensors()) {
+    if (!gemma3 && t.name == "output.weight") continue;
     std::vector<uint8_t> bytes = neox_bytes(t, head_dim);
     if (t.name == "token_embd.weight") {
       if (t.dtype != tensor::DType::F32) throw std::runtime_error(llama.path() + ": the graft needs f32 embeddings");
@@ -155,15 +171,28 @@ inline gguf::Writer gemma3_graft(const gguf::File& llama, int window) {
       std::memcpy(bytes.data(), e.data(), bytes.size());
     }
     w.add_tensor(t.name, t.dims, t.dtype, bytes);
-    if (t.name.rfind(last, 0) == 0)  // the copy that becomes the global layer
+    if (gemma3 && t.name.rfind(last, 0) == 0)  // the copy that becomes the global layer
       w.add_tensor("blk." + std::to_string(n_layer) + "." + t.name.substr(last.size()), t.dims, t.dtype, bytes);
   }
-  for (int i = 0; i <= n_layer; ++i) {
+  for (int i = 0; i < layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
-    add_qk_norms(w, i, head_dim);
+    if (gemma3) add_qk_norms(w, i, head_dim);
     add_f32(w, p + "post_attention_norm.weight", wave(n_embd, i + 13, 0.1f, 1.f));
     add_f32(w, p + "post_ffw_norm.weight", wave(n_embd, i + 19, 0.1f, 1.f));
   }
+  return w;
+}
+
+}  // namespace graft_detail
+
+inline gguf::Writer gemma3_graft(const gguf::File& llama, int window) {
+  return graft_detail::gemma_graft(llama, "gemma3", window, true);
+}
+
+inline gguf::Writer gemma2_graft(const gguf::File& llama, int window, const Gemma2SoftCaps& caps = {}) {
+  gguf::Writer w = graft_detail::gemma_graft(llama, "gemma2", window, false);
+  w.set_f32("gemma2.attn_logit_softcapping", caps.attention);
+  w.set_f32("gemma2.final_logit_softcapping", caps.final);
   return w;
 }
 

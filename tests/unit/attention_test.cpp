@@ -64,7 +64,7 @@ struct KvRows {
 // softmax(q·k * scale) v in double, with q as the K type's dot product sees
 // it (f16 K: q rounded to f16; q8_0 K: q quantized to q8_0).
 std::vector<double> reference(const std::vector<float>& q, int group, const KvRows& kv, int head, int n_kv, int n_pos,
-                              float scale, int first = 0) {
+                              float scale, int first = 0, double softcap = 0) {
   const size_t hd = kv.head_dim;
   const DType q_type = kv.type == DType::F32 ? DType::F32 : kv.type;
   const auto& info = tensor::dtype_info(q_type);
@@ -80,7 +80,7 @@ std::vector<double> reference(const std::vector<float>& q, int group, const KvRo
       const float* kr = &kv.kf[(size_t(j) * size_t(n_kv) + size_t(head)) * hd];
       double dot = 0;
       for (size_t d = 0; d < hd; ++d) dot += double(qg[d]) * kr[d];
-      s[size_t(j)] = dot * scale;
+      s[size_t(j)] = softcap > 0 ? softcap * std::tanh(dot * scale / softcap) : dot * scale;
       mx = std::max(mx, s[size_t(j)]);
     }
     for (int j = first; j < n_pos; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
@@ -98,6 +98,38 @@ std::vector<double> reference(const std::vector<float>& q, int group, const KvRo
 // of its tile (attention_avx512.cpp): up to 2^-16 of it per weight, ~1e-4
 // of the output over the 16 rows of a peaked tile (observed: 4e-5).
 double attn_tolerance(DType t, Isa isa) { return t == DType::Q8_0 && isa == Isa::Avx512 ? 1e-4 : 2e-5; }
+
+// Gemma 2's soft cap, c·tanh(s/c) on every scaled score, on scores large
+// enough for the cap to bend them (q 3 sigma: |s| up to ~10 against c = 2),
+// through both the one-item path and a split batch of chunks.
+TEST(Attention, SoftCapBendsEveryScore) {
+  const int n_kv = 2, head = 1, group = 2, n_pos = kAttnChunk + 37;
+  const size_t hd = 64;
+  const float scale = 0.125f, cap = 2.f;
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0}) {
+    const KvRows kv(t, hd, n_pos, n_kv, 5);
+    const auto q = randn(size_t(group) * hd, 13, 3.f);
+    const auto want = reference(q, group, kv, head, n_kv, n_pos, scale, 0, cap);
+    const auto uncapped = reference(q, group, kv, head, n_kv, n_pos, scale);
+    double moved = 0;
+    for (size_t i = 0; i < want.size(); ++i) moved = std::max(moved, std::abs(want[i] - uncapped[i]));
+    EXPECT_GT(moved, 0.05) << tensor::dtype_info(t).name;  // the cap changes the answer
+    for (Isa isa : available_isas()) {
+      IsaGuard guard(isa);
+      std::vector<float> scratch(attn_scratch_floats(group, hd)), one(size_t(group) * hd), split(one.size());
+      attend(q.data(), group, kv.view(head), 0, n_pos, hd, {scale, cap}, scratch.data(), one.data());
+      ThreadPool pool(2);
+      AttnScratch as(group, hd, 2, n_pos);
+      const AttnItem item{q.data(), kv.view(head), n_pos, split.data()};
+      attend_batch({&item, 1}, group, hd, {scale, cap}, pool, as);
+      const double tol = attn_tolerance(t, isa);
+      for (size_t i = 0; i < one.size(); ++i) {
+        ASSERT_NEAR(one[i], want[i], tol + tol * std::abs(want[i])) << tensor::dtype_info(t).name << " " << isa_name(isa);
+        ASSERT_EQ(split[i], one[i]) << tensor::dtype_info(t).name << " " << isa_name(isa);
+      }
+    }
+  }
+}
 
 TEST(Attention, MatchesDoublePrecisionReference) {
   const int n_kv = 2, head = 1;

@@ -325,7 +325,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, gemma2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
@@ -363,6 +363,28 @@ TEST(GgufModel, RopeFreqsAreOnePositiveDivisorPerPair) {
   std::vector<float> zero(8, 1.f);
   zero[3] = 0.f;
   EXPECT_EQ(with(zero), "m.gguf: tensor 'rope_freqs.weight' holds 0.000000 (divisors must be > 0)");
+}
+
+TEST(GgufModel, Gemma2KeysAndTensors) {
+  test::TinySpec spec;
+  spec.n_layer = 4;
+  const auto llama = test::tiny_llama(spec).serialize();
+  const File f = File::parse(llama, "tiny.gguf");
+  auto ok = test::gemma2_graft(f, 16, {2.5f, 5.f});
+  EXPECT_EQ(model_error(ok), "");
+  const auto bytes = ok.serialize();
+  const File g = File::parse(bytes, "m.gguf");
+  const model::Config c = model::load_config(g);
+  EXPECT_EQ(c.n_layer, 4);  // no extra layer: local, global, local, global
+  EXPECT_TRUE(c.is_swa(0) && !c.is_swa(1) && c.is_swa(2) && !c.is_swa(3));
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_TRUE(c.post_norms && c.scale_embeddings && c.tied_embeddings);
+  EXPECT_EQ(c.ffn_act, model::FfnAct::GeluTanh);
+  EXPECT_EQ(c.attn_softcap, 2.5f);
+  EXPECT_EQ(c.final_logit_softcap, 5.f);
+  EXPECT_EQ(c.rope_theta_swa, c.rope_theta);
+  gguf::Writer negative = test::gemma2_graft(f, 16, {-1.f, 5.f});
+  EXPECT_EQ(model_error(negative), "m.gguf: attn_logit_softcapping must be >= 0");
 }
 
 TEST(GgufModel, Gemma3KeysAndTensors) {

@@ -192,7 +192,7 @@ Config parse_hf_config(std::string_view json_text, std::string_view origin) {
   // The traits of the architectures kvlab runs (HF calls gemma3's text model
   // gemma3_text); of the others, those that pair rotary dimensions (i, i + d/2).
   if (c.arch == "gemma3_text") c.arch = "gemma3";
-  if (!model::apply_arch_traits(c) && (c.arch == "gemma" || c.arch == "gemma2" || c.arch == "gpt_neox"))
+  if (!model::apply_arch_traits(c) && (c.arch == "gemma" || c.arch == "gpt_neox"))
     c.rope_order = model::RopeOrder::NeoX;
   if (c.swa_pattern > 0 && present(j, "sliding_window")) c.swa_window = required_int(j, origin, "sliding_window");
   validate_config(c, origin);
