@@ -50,14 +50,14 @@ double run_once(Session& s, const BenchTest& t, int n_vocab, model::StageTimes* 
   return seconds;
 }
 
-// The same for a parallel tg test: every sequence filled to `depth`
-// (untimed), then n_gen passes of one token per sequence, each traced. Each
-// sequence reads the stream from its own offset, so no two hold the same
-// tokens.
+// A parallel tg test's sequences each read the token stream from their own
+// offset, so no two hold the same tokens.
 constexpr int kSeqOffset = 1009;
-double run_parallel_once(BatchRunner& r, const BenchTest& t, Trace& trace, model::StageTimes* stage_times = nullptr) {
+
+// Every sequence of a parallel test filled to the test's depth, in passes of
+// at most the runner's batch (untimed).
+void fill_to_depth(BatchRunner& r, const BenchTest& t, std::vector<model::BatchEntry>& batch) {
   const int n_vocab = r.model().config().n_vocab, chunk = r.options().max_tokens;
-  std::vector<model::BatchEntry> batch;
   for (int seq = 0; seq < t.n_parallel; ++seq) {
     r.cache().clear(seq);
     for (int from = 0; from < t.depth; from += chunk) {
@@ -67,11 +67,18 @@ double run_parallel_once(BatchRunner& r, const BenchTest& t, Trace& trace, model
       r.step(batch);
     }
   }
+}
+
+// run_once for a parallel tg test: n_gen passes of one token per sequence,
+// each traced.
+double run_parallel_once(BatchRunner& r, const BenchTest& t, Trace& trace, model::StageTimes* stage_times = nullptr) {
+  const int n_vocab = r.model().config().n_vocab;
+  std::vector<model::BatchEntry> batch;
+  fill_to_depth(r, t, batch);
   trace.clear();
   r.collect_stage_times(stage_times);
   const auto t0 = Clock::now();
-  for (int i = 0; i < t.n_gen; ++i) {
-    const int pos = t.depth + i;
+  for (int pos = t.depth; pos < t.depth + t.n_gen; ++pos) {
     batch.clear();
     for (int seq = 0; seq < t.n_parallel; ++seq)
       batch.push_back({token_at(pos + seq * kSeqOffset, n_vocab), pos, seq, true});
