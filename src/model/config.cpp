@@ -20,6 +20,9 @@ struct ArchSpec {
   FfnAct ffn_act = FfnAct::SiLU;
   int swa_pattern = 0;
   bool swa_rope_base_is_global = false;  // local layers use rope.freq_base too, not 10000
+  // What a file without the key gets, as llama.cpp gives it.
+  int default_swa_window = 0;
+  float default_attn_softcap = 0.f, default_final_softcap = 0.f;
 };
 // qwen2 is llama with biases on the Q, K and V projections and RoPE over the
 // two halves of each head (llama.cpp: LLM_ARCH_QWEN2, rope type NEOX; its GGUF
@@ -44,7 +47,10 @@ constexpr std::array kArchs = {
              .scale_embeddings = true,
              .ffn_act = FfnAct::GeluTanh,
              .swa_pattern = 2,
-             .swa_rope_base_is_global = true},
+             .swa_rope_base_is_global = true,
+             .default_swa_window = 4096,
+             .default_attn_softcap = 50.f,
+             .default_final_softcap = 30.f},
     ArchSpec{.name = "gemma3",
              .rope_order = RopeOrder::NeoX,
              .qk_norm = true,
@@ -120,18 +126,20 @@ Config load_config(const gguf::File& f) {
   c.rope_theta = float(f.get_float(p + "rope.freq_base").value_or(10000.0));
   if (!(c.rope_theta > 1.0f)) throw Error(f.path() + ": rope.freq_base must be > 1");
   apply_arch_traits(c);
-  if (c.swa_pattern > 0)
+  if (c.swa_pattern > 0) {
+    c.swa_window = spec->default_swa_window;
     if (auto w = f.get_int(p + "attention.sliding_window"); w && *w > 0)
       c.swa_window = positive(f, p + "attention.sliding_window", *w, 1 << 24);
+  }
   if (auto type = f.get_string(p + "rope.scaling.type"); type && *type != "none") {
     if (*type != "linear") throw Error(f.path() + ": rope scaling '" + *type + "' is not supported (linear is)");
     const double factor = f.get_float(p + "rope.scaling.factor").value_or(1.0);
     if (!(factor >= 1.0 && factor <= 1024.0)) throw Error(f.path() + ": rope.scaling.factor out of range");
     c.rope_freq_scale = float(1.0 / factor);
   }
-  c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(0.0));
+  c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(spec->default_final_softcap));
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
-  c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(0.0));
+  c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(spec->default_attn_softcap));
   if (!(c.attn_softcap >= 0.f)) throw Error(f.path() + ": attn_logit_softcapping must be >= 0");
   c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
   if (!(c.rms_eps > 0.f && c.rms_eps < 1.f)) throw Error(f.path() + ": layer_norm_rms_epsilon out of range");

@@ -385,6 +385,18 @@ TEST(GgufModel, Gemma2KeysAndTensors) {
   EXPECT_EQ(c.rope_theta_swa, c.rope_theta);
   gguf::Writer negative = test::gemma2_graft(f, 16, {-1.f, 5.f});
   EXPECT_EQ(model_error(negative), "m.gguf: attn_logit_softcapping must be >= 0");
+  // A file without the keys gets llama.cpp's Gemma 2 defaults: window 4096, caps 50 and 30.
+  gguf::Writer bare;
+  for (const auto& [key, value] : g.metadata())
+    if (key != "gemma2.attention.sliding_window" && key != "gemma2.attn_logit_softcapping" &&
+        key != "gemma2.final_logit_softcapping")
+      bare.copy_value(key, value);
+  for (const gguf::TensorInfo& t : g.tensors()) bare.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  const auto bare_bytes = bare.serialize();
+  const model::Config d = model::load_config(File::parse(bare_bytes, "bare.gguf"));
+  EXPECT_EQ(d.swa_window, 4096);
+  EXPECT_EQ(d.attn_softcap, 50.f);
+  EXPECT_EQ(d.final_logit_softcap, 30.f);
 }
 
 TEST(GgufModel, Gemma3KeysAndTensors) {
