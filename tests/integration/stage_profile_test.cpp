@@ -37,36 +37,42 @@ TEST(StageProfile, WeightBytesAreTheFilesMatmulBytes) {
   }
 }
 
-// A profiled tg run of the default model: each stage took time, the stages
-// fit inside the traced passes and cover nearly all of them (what is left is
-// the batch checks before the clock starts), and their FLOPs add up to the
+// A profiled tg run of the default model, of one sequence and of four
+// decoding together: each stage took time, the stages fit inside the traced
+// passes and cover nearly all of them (what is left is the batch checks
+// before the clock starts), and their FLOPs and KV bytes add up to the
 // roofline attribution's for the same number of passes.
 TEST(StageProfile, BenchStagesAccountForTheTracedPasses) {
   const auto& m = *test::load_model(test::kDefaultModel).model;
-  engine::BenchTest t;
-  t.n_gen = 16;
-  t.depth = 32;
-  t.threads = 2;
-  const engine::BenchResult r = engine::run_bench(m, t, 2, std::nullopt, true);
-  ASSERT_TRUE(r.stages.has_value());
-  const engine::StageProfile& p = *r.stages;
-  EXPECT_EQ(p.passes, 2 * 16);
-  double seconds = 0, flops = 0, kv = 0;
-  for (size_t s = 0; s < kStageCount; ++s) {
-    EXPECT_GT(p.stages[s].seconds, 0) << model::stage_name(Stage(s));
-    seconds += p.stages[s].seconds;
-    flops += p.stages[s].flops;
-    kv += p.stages[s].kv_bytes;
+  for (int parallel : {1, 4}) {
+    engine::BenchTest t;
+    t.n_gen = 16;
+    t.depth = 32;
+    t.threads = 2;
+    t.n_parallel = parallel;
+    const engine::BenchResult r = engine::run_bench(m, t, 2, std::nullopt, true);
+    ASSERT_TRUE(r.stages.has_value());
+    const engine::StageProfile& p = *r.stages;
+    EXPECT_EQ(p.passes, 2 * 16);
+    double seconds = 0, flops = 0, kv = 0;
+    for (size_t s = 0; s < kStageCount; ++s) {
+      EXPECT_GT(p.stages[s].seconds, 0) << model::stage_name(Stage(s));
+      seconds += p.stages[s].seconds;
+      flops += p.stages[s].flops;
+      kv += p.stages[s].kv_bytes;
+    }
+    EXPECT_LE(seconds, p.pass_seconds);
+    EXPECT_GE(seconds, 0.9 * p.pass_seconds);
+    // The timed repetitions and the profiled ones run the same passes.
+    EXPECT_NEAR(flops / p.passes, r.roofline.decode.flops / r.roofline.decode.passes, 1e-9 * flops / p.passes)
+        << parallel;
+    EXPECT_NEAR(kv / p.passes, r.roofline.decode.kv_bytes / r.roofline.decode.passes, 1e-9 * kv / p.passes)
+        << parallel;
+    // Decode reads the cache in attention; Q, K and V write one position to it.
+    EXPECT_GT(p.stages[size_t(Stage::Attention)].kv_bytes, p.stages[size_t(Stage::Qkv)].kv_bytes);
+    EXPECT_GT(p.stages[size_t(Stage::Qkv)].kv_bytes, 0);
+    EXPECT_EQ(p.stages[size_t(Stage::Activation)].weight_bytes, 0);
   }
-  EXPECT_LE(seconds, p.pass_seconds);
-  EXPECT_GE(seconds, 0.9 * p.pass_seconds);
-  // The timed repetitions and the profiled ones run the same passes.
-  EXPECT_NEAR(flops / p.passes, r.roofline.decode.flops / r.roofline.decode.passes, 1e-9 * flops / p.passes);
-  EXPECT_NEAR(kv / p.passes, r.roofline.decode.kv_bytes / r.roofline.decode.passes, 1e-9 * kv / p.passes);
-  // Decode reads the cache in attention; Q, K and V write one position to it.
-  EXPECT_GT(p.stages[size_t(Stage::Attention)].kv_bytes, p.stages[size_t(Stage::Qkv)].kv_bytes);
-  EXPECT_GT(p.stages[size_t(Stage::Qkv)].kv_bytes, 0);
-  EXPECT_EQ(p.stages[size_t(Stage::Activation)].weight_bytes, 0);
 }
 
 TEST(StageProfile, OffUnlessAsked) {

@@ -6,15 +6,20 @@
 
 namespace kvlab::engine {
 
-PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes, bool logits_for_all,
-                    int n_seq) {
+perf::Pass cost_pass(int n_tokens, int n_past, double kv_elem_bytes, bool logits_for_all, int n_seq) {
   perf::Pass p;
   p.new_tokens = n_tokens / n_seq;
   p.batch = n_seq;
   p.past = n_past;
   p.logits_for_all_tokens = logits_for_all;
   p.kv_bytes = kv_elem_bytes;
-  const perf::Cost c = perf::forward_cost(m.config(), p);
+  return p;
+}
+
+PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes, bool logits_for_all,
+                    int n_seq) {
+  const perf::Cost c =
+      perf::forward_cost(m.config(), cost_pass(n_tokens, n_past, kv_elem_bytes, logits_for_all, n_seq));
   PhaseWork w;
   w.passes = 1;
   w.tokens = n_tokens;

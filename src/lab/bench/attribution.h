@@ -14,6 +14,7 @@
 #include <string>
 
 #include "engine/trace.h"
+#include "lab/cost/cost.h"
 #include "lab/hardware/hw_profile.h"
 #include "lab/hardware/roofline.h"
 #include "model/model.h"
@@ -60,8 +61,11 @@ struct Attribution {
   double decode_bytes_per_step() const { return decode.passes ? decode.bytes() / decode.passes : 0; }
 };
 
-// Work of one forward pass of `n_tokens` new tokens after `n_past` cached,
-// spread evenly over `n_seq` sequences (each with n_past cached).
+// A forward pass of `n_tokens` new tokens after `n_past` cached, spread
+// evenly over `n_seq` sequences (each with n_past cached), as the cost model
+// prices it.
+perf::Pass cost_pass(int n_tokens, int n_past, double kv_elem_bytes, bool logits_for_all = false, int n_seq = 1);
+// The work of that pass.
 PhaseWork pass_work(const model::Model& m, int n_tokens, int n_past, double kv_elem_bytes,
                     bool logits_for_all = false, int n_seq = 1);
 

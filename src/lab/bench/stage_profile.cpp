@@ -1,5 +1,7 @@
 #include "lab/bench/stage_profile.h"
 
+#include "lab/bench/attribution.h"
+
 namespace kvlab::engine {
 
 using model::Stage;
@@ -56,11 +58,8 @@ StageProfile stage_profile(const model::StageTimes& times, const Trace& trace, c
   const auto weight_bytes = stage_weight_bytes(m.weights());
   for (size_t s = 0; s < model::kStageCount; ++s) p.stages[s].seconds = times.seconds[s];
   for (const Step& step : trace.steps) {
-    perf::Pass pass;
-    pass.new_tokens = step.n_tokens;
-    pass.past = step.n_past;
-    pass.kv_bytes = kv_elem_bytes;
-    const perf::Cost c = perf::forward_cost(m.config(), pass);
+    const perf::Cost c = perf::forward_cost(
+        m.config(), cost_pass(step.n_tokens, step.n_past, kv_elem_bytes, step.logits_for_all, step.n_seq));
     ++p.passes;
     p.pass_seconds += step.seconds;
     for (size_t s = 0; s < model::kStageCount; ++s) {
