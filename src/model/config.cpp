@@ -20,6 +20,7 @@ struct ArchSpec {
   FfnAct ffn_act = FfnAct::SiLU;
   int swa_pattern = 0;
   bool swa_rope_base_is_global = false;  // local layers use rope.freq_base too, not 10000
+  int no_rope_step = 0;  // every no_rope_step-th layer applies no RoPE (NoPE)
   // What a file without the key gets, as llama.cpp gives it.
   int default_swa_window = 0;
   float default_attn_softcap = 0.f, default_final_softcap = 0.f;
@@ -32,6 +33,8 @@ struct ArchSpec {
 // gemma3 adds QK-norm, post-attention and post-FFN norms, embeddings scaled by
 // sqrt(n_embd), GeGLU, and five local (sliding-window, RoPE base 10000)
 // layers for each global one (llama.cpp: LLM_ARCH_GEMMA3, swa pattern 6).
+// smollm3 is llama with no RoPE in every fourth layer (layers 3, 7, ...:
+// llama.cpp's n_no_rope_layer_step, fixed at 4, no GGUF key).
 // gemma2 is gemma3 without QK-norm, with one local layer for each global one
 // (pattern 2), one RoPE base for both, and soft-capped attention scores
 // (llama.cpp: LLM_ARCH_GEMMA2).
@@ -39,6 +42,7 @@ struct ArchSpec {
 // converter adds the 1), so every RMSNorm here multiplies by the weight.
 constexpr std::array kArchs = {
     ArchSpec{.name = "llama"},
+    ArchSpec{.name = "smollm3", .no_rope_step = 4},
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
     ArchSpec{.name = "gemma2",
@@ -84,6 +88,7 @@ bool apply_arch_traits(Config& c) {
   c.scale_embeddings = spec->scale_embeddings;
   c.ffn_act = spec->ffn_act;
   c.swa_pattern = spec->swa_pattern;
+  c.no_rope_step = spec->no_rope_step;
   if (spec->swa_rope_base_is_global) c.rope_theta_swa = c.rope_theta;
   return true;
 }

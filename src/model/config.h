@@ -35,6 +35,8 @@ struct Config {
   float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;  // no output.weight: logits use token_embd
   bool qkv_bias = false;       // blk.N.attn_{q,k,v}.bias are added after the projections (qwen2)
+  int no_rope_step = 0;        // > 0: layers no_rope_step-1, 2·no_rope_step-1, ... rotate neither Q
+                               // nor K (smollm3's NoPE layers: 4)
 
   // gemma2 and gemma3 (Gemma Team 2024, 2025); all off for llama and qwen2.
   bool qk_norm = false;           // RMSNorm of each Q and K head before RoPE (blk.N.attn_{q,k}_norm)
@@ -61,6 +63,7 @@ struct Config {
     const bool by_width = (arch == "gemma2" && n_layer == 46) || (arch == "gemma3" && n_layer == 62);
     return 1.0f / std::sqrt(float(by_width ? n_embd / n_head : head_dim));
   }
+  bool uses_rope(int layer) const { return no_rope_step == 0 || (layer + 1) % no_rope_step != 0; }
   // A local (sliding-window) layer: all but every swa_pattern-th one.
   bool is_swa(int layer) const {
     return swa_window > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;
@@ -84,7 +87,7 @@ namespace kvlab::model {
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, qwen2, qwen3, gemma2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, smollm3, qwen2, qwen3, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

@@ -9,7 +9,8 @@
 //     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))   (gemma: gelu, post-norm)
 //   logits = Wout · norm(x)                                (gemma: x starts as embed·sqrt(n_embd);
 //                                                           optional tanh soft-cap)
-// RoPE angles are divided per pair by rope_freqs where the file has it
+// smollm3 rotates nothing in every fourth layer (NoPE). RoPE angles are
+// divided per pair by rope_freqs where the file has it
 // (Llama 3.1+'s long-context rule), as llama.cpp does.
 #include "model/model.h"
 
@@ -90,9 +91,11 @@ void Model::rope_and_store(const LayerWeights& l, int layer, std::span<const Bat
         kernels::rmsnorm(kh, l.k_norm.data(), hd, c.rms_eps, kh);
       }
     }
-    const float* cs = &(c.is_swa(layer) ? ws.rope_swa : ws.rope)[t * size_t(c.rope_dim)];
-    for (int h = 0; h < c.n_head; ++h) kernels::rope(&ws.q[t * qd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
-    for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
+    if (c.uses_rope(layer)) {
+      const float* cs = &(c.is_swa(layer) ? ws.rope_swa : ws.rope)[t * size_t(c.rope_dim)];
+      for (int h = 0; h < c.n_head; ++h) kernels::rope(&ws.q[t * qd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
+      for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
+    }
     const BatchEntry& e = batch[t];
     for (int h = 0; h < c.n_head_kv; ++h) {
       cache.store_k(layer, h, e.seq, e.pos, &ws.k[t * kvd + size_t(h) * hd]);

@@ -1,4 +1,4 @@
-// Real qwen2-, qwen3-, gemma2- and gemma3-architecture models, and a llama model with
+// Real smollm3-, qwen2-, qwen3-, gemma2- and gemma3-architecture models, and a llama model with
 // Llama 3's RoPE frequency factors, for tests, made from a real llama one (no
 // small model of any of them is at hand).
 //
@@ -22,13 +22,15 @@
 //  - gemma2_graft is gemma3's without QK-norm and without the extra layer
 //    (gemma2 alternates local and global layers, starting with a local one),
 //    with soft caps on the attention scores and the logits.
+//  - smollm3_graft is the llama model under smollm3's name, which makes its
+//    layer 3 (of 0-4) a NoPE layer: another network, that llama.cpp runs.
 //  - llama3_graft stays llama and adds `rope_freqs.weight`: Llama 3.1's
 //    frequency divisors (Meta's apply_scaling; llama.cpp's converter writes
 //    them as this tensor), with an original context of 128 positions instead
 //    of 8192, so that the test prompts' positions turn the pairs it slows.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{qwen2,qwen3,gemma2,gemma3,llama3}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{smollm3,qwen2,qwen3,gemma2,gemma3,llama3}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -131,6 +133,14 @@ inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool 
       add_f32(w, base + ".bias", wave(size_t(t.rows()), layer_of(t.name), bias_scale, 0.f));
     }
   }
+  return w;
+}
+
+inline gguf::Writer smollm3_graft(const gguf::File& llama) {
+  graft_detail::head_dim_of(llama);  // a llama model
+  gguf::Writer w;
+  graft_detail::copy_metadata(llama, "smollm3", w);
+  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
   return w;
 }
 

@@ -200,6 +200,11 @@ void check_graft(const std::string& stem, const gguf::Writer& graft, int max_bat
   EXPECT_EQ(st.free_running, st.cases);
 }
 
+// smollm3: llama with no RoPE in layer 3 (every fourth layer).
+TEST(GoldenGeneration, SmolLM3GraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-smollm3", test::smollm3_graft(gguf::File::open(test::kStories)));
+}
+
 // qwen2: Q/K/V biases and NeoX RoPE.
 TEST(GoldenGeneration, Qwen2GraftMatchesLlamaCppExactly) {
   check_graft("stories260K-qwen2", test::qwen2_graft(gguf::File::open(test::kStories), test::kQwen2GraftBias));

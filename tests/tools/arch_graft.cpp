@@ -1,6 +1,7 @@
-// Writes a qwen2, qwen3, gemma2, gemma3 or llama3 graft of a llama GGUF (tests/common/arch_graft.h),
+// Writes a smollm3, qwen2, qwen3, gemma2, gemma3 or llama3 graft of a llama GGUF (tests/common/arch_graft.h),
 // for tests/golden/gen_golden.py to run through llama.cpp:
 //
+//   build/tests/kvlab_arch_graft smollm3 tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft qwen2 tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft qwen3 tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft gemma2 tests/models/stories260K.gguf OUT.gguf
@@ -14,13 +15,15 @@
 
 int main(int argc, char** argv) {
   const std::string arch = argc == 4 ? argv[1] : "";
-  if (arch != "qwen2" && arch != "qwen3" && arch != "gemma2" && arch != "gemma3" && arch != "llama3") {
-    std::fprintf(stderr, "usage: kvlab_arch_graft qwen2|qwen3|gemma2|gemma3|llama3 LLAMA.gguf OUT.gguf\n");
+  if (arch != "smollm3" && arch != "qwen2" && arch != "qwen3" && arch != "gemma2" && arch != "gemma3" &&
+      arch != "llama3") {
+    std::fprintf(stderr, "usage: kvlab_arch_graft smollm3|qwen2|qwen3|gemma2|gemma3|llama3 LLAMA.gguf OUT.gguf\n");
     return 2;
   }
   try {
     const auto llama = kvlab::gguf::File::open(argv[2]);
-    if (arch == "qwen2") kvlab::test::qwen2_graft(llama, kvlab::test::kQwen2GraftBias).write(argv[3]);
+    if (arch == "smollm3") kvlab::test::smollm3_graft(llama).write(argv[3]);
+    else if (arch == "qwen2") kvlab::test::qwen2_graft(llama, kvlab::test::kQwen2GraftBias).write(argv[3]);
     else if (arch == "qwen3") kvlab::test::qwen3_graft(llama).write(argv[3]);
     else if (arch == "gemma2") kvlab::test::gemma2_graft(llama, kvlab::test::kGemma2GraftWindow).write(argv[3]);
     else if (arch == "gemma3") kvlab::test::gemma3_graft(llama, kvlab::test::kGemma3GraftWindow).write(argv[3]);

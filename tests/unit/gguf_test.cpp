@@ -325,7 +325,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, gemma2, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, gemma2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
@@ -363,6 +363,21 @@ TEST(GgufModel, RopeFreqsAreOnePositiveDivisorPerPair) {
   std::vector<float> zero(8, 1.f);
   zero[3] = 0.f;
   EXPECT_EQ(with(zero), "m.gguf: tensor 'rope_freqs.weight' holds 0.000000 (divisors must be > 0)");
+}
+
+// smollm3: every fourth layer (3, 7, ...) rotates neither Q nor K.
+TEST(GgufModel, SmolLM3SkipsRopeInEveryFourthLayer) {
+  test::TinySpec spec;
+  spec.n_layer = 8;
+  const auto llama = test::tiny_llama(spec).serialize();
+  auto w = test::smollm3_graft(File::parse(llama, "tiny.gguf"));
+  EXPECT_EQ(model_error(w), "");
+  const auto bytes = w.serialize();
+  const model::Config c = model::load_config(File::parse(bytes, "m.gguf"));
+  for (int layer = 0; layer < 8; ++layer) EXPECT_EQ(c.uses_rope(layer), layer != 3 && layer != 7) << layer;
+  EXPECT_EQ(c.rope_order, model::RopeOrder::Normal);
+  const model::Config plain = model::load_config(File::parse(llama, "tiny.gguf"));
+  for (int layer = 0; layer < 8; ++layer) EXPECT_TRUE(plain.uses_rope(layer)) << layer;
 }
 
 TEST(GgufModel, Gemma2KeysAndTensors) {
