@@ -11,16 +11,16 @@
 
 namespace {
 
-// KVLAB_ISA=scalar|avx2|avx512 runs a lower kernel set than the CPU's best,
+// KVLAB_ISA=scalar|avx2|avx512|amx runs a lower kernel set than the CPU's best,
 // so one machine can time the sets side by side (kvlab bench records which
 // one ran). Unset or empty: the best.
 void apply_isa_override() {
   const char* want = std::getenv("KVLAB_ISA");
   if (!want || !*want) return;
   using kvlab::kernels::Isa;
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx})
     if (std::string(want) == kvlab::kernels::isa_name(isa)) return kvlab::kernels::set_isa(isa);
-  throw kvlab::Error("KVLAB_ISA=" + std::string(want) + ": expected scalar, avx2 or avx512");
+  throw kvlab::Error("KVLAB_ISA=" + std::string(want) + ": expected scalar, avx2, avx512 or amx");
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ struct AttnTable {
   explicit AttnTable(Isa isa) : f32(pick<DType::F32>(isa)), f16(pick<DType::F16>(isa)), q8_0(pick<DType::Q8_0>(isa)) {}
   template <DType T>
   static AttnKernel pick(Isa isa) {
-    if (isa == Isa::Avx512) return with_fallbacks(avx512::find_attn(T), generic_kernel<T>());
+    if (isa >= Isa::Avx512) return with_fallbacks(avx512::find_attn(T), generic_kernel<T>());
     if (isa == Isa::Avx2) return with_fallbacks(avx2::find_attn(T), generic_kernel<T>());
     return generic_kernel<T>();
   }
@@ -154,7 +154,7 @@ void for_each_run(const uint8_t* base, const KvView& kv, int p0, int p1, Fn&& fn
 const AttnKernel& attn_kernel(DType kv_type, size_t head_dim) {
   static const AttnTable generic_table(Isa::Scalar), avx2_table(Isa::Avx2), avx512_table(Isa::Avx512);
   const Isa isa = head_dim % 16 == 0 ? active_isa() : Isa::Scalar;
-  const AttnTable& t = isa == Isa::Avx512 ? avx512_table : isa == Isa::Avx2 ? avx2_table : generic_table;
+  const AttnTable& t = isa >= Isa::Avx512 ? avx512_table : isa == Isa::Avx2 ? avx2_table : generic_table;
   if (kv_type == DType::F32) return t.f32;
   if (kv_type == DType::F16) return t.f16;
   if (kv_type == DType::Q8_0) return t.q8_0;

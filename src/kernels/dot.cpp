@@ -21,7 +21,8 @@ size_t act_row_bytes(ActFormat f, size_t n) {
 
 const DotKernel& dot_kernel(tensor::DType weight, Isa isa) {
   const DotKernel* k = nullptr;
-  if (isa == Isa::Avx512) k = avx512::find(weight);
+  if (isa == Isa::Amx) k = avx512::find_tiled(weight, tiles_emulated());
+  else if (isa == Isa::Avx512) k = avx512::find(weight);
   else if (isa == Isa::Avx2) k = avx2::find(weight);
   if (!k) k = scalar::find(weight);
   if (!k) throw Error("no matmul kernel for weight dtype " + std::string(tensor::dtype_info(weight).name));

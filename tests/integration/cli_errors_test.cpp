@@ -21,6 +21,7 @@
 #include "common/scratch_dir.h"
 #include "common/tiny_model.h"
 #include "gguf/writer.h"
+#include "kernels/cpu.h"
 
 namespace kvlab {
 namespace {
@@ -36,10 +37,12 @@ struct Result {
   std::string out, err;
 };
 
-// Runs build/kvlab with `args` (shell-quoted by the caller), capturing both streams.
-Result run_kvlab(const std::string& args) {
+// Runs build/kvlab with `args` (shell-quoted by the caller), capturing both
+// streams; `env`: VAR=value settings for it.
+Result run_kvlab(const std::string& args, const std::string& env = "") {
   const std::string out = scratch().file("kvlab.out"), err = scratch().file("kvlab.err");
-  const std::string cmd = "timeout 60 " + std::string(KVLAB_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string cmd = "timeout 60 env " + env + " " + std::string(KVLAB_BINARY) + " " + args + " >" + out + " 2>" +
+                          err + " </dev/null";
   const int raw = std::system(cmd.c_str());
   Result r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
@@ -252,6 +255,20 @@ TEST(CliErrors, BadOptions) {
                 " --port " + std::to_string(20000 + ::getpid() % 20000));
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(r.err.ends_with("kvlab: error: KV pool of 3 blocks cannot hold one context of 128 (needs 8)\n")) << r.err;
+}
+
+// KVLAB_ISA names a kernel set; one this CPU cannot run is refused with the
+// reason, before any work.
+TEST(CliErrors, KernelSetTheCpuCannotRun) {
+  const std::string info = "info -m " + std::string(KVLAB_SOURCE_DIR) + "/tests/models/stories260K.gguf";
+  expect_one_line_error(run_kvlab(info, "KVLAB_ISA=avx1024"), "KVLAB_ISA=avx1024: expected scalar, avx2, avx512 or amx");
+  EXPECT_EQ(run_kvlab(info, "KVLAB_ISA=scalar").status, 0);
+  const kernels::CpuFeatures& f = kernels::cpu();
+  if (f.best() == kernels::Isa::Amx) return;
+  const Result r = run_kvlab(info, "KVLAB_ISA=amx");
+  EXPECT_EQ(r.status, 1);
+  const std::string want = "kvlab: error: this CPU cannot run the amx kernels (best: " + std::string(kernels::isa_name(f.best()));
+  EXPECT_EQ(r.err.rfind(want, 0), 0u) << r.err;
 }
 
 TEST(CliErrors, EverySubcommandHasHelp) {

@@ -143,7 +143,8 @@ TEST(GoldenGeneration, DefaultModelInF32MatchesLlamaCppExactly) {
   const std::string path = dir.file("SmolLM2-135M-Instruct.f32.gguf");
   gguf::convert_file(gguf::File::open(test::kDefaultModel), path, tensor::DType::F32);
   for (kernels::Isa isa : test::available_isas()) {
-    if (isa == kernels::Isa::Scalar) continue;
+    // (Amx differs from Avx512 only in the 32-element block formats' matmuls.)
+    if (isa == kernels::Isa::Scalar || isa == kernels::Isa::Amx) continue;
     test::IsaGuard guard(isa);
     const auto st = check_fixture("SmolLM2-135M-Instruct.f32.generate.json", path, 0.0, 2e-2);
     EXPECT_EQ(st.free_running, st.cases) << kernels::isa_name(isa);

@@ -310,8 +310,8 @@ TEST(Probe, QuickProbeFillsEveryField) {
 TEST(Probe, EveryAvailableKernelSetRuns) {
   std::vector<const probe_kernels::Kernels*> sets = {&probe_kernels::scalar()};
   if (kernels::cpu().best() >= kernels::Isa::Avx2) sets.push_back(&probe_kernels::avx2());
-  if (kernels::cpu().best() >= kernels::Isa::Avx512)
-    sets.push_back(&probe_kernels::avx512());
+  if (kernels::cpu().best() >= kernels::Isa::Avx512) sets.push_back(&probe_kernels::avx512());
+  if (kernels::cpu().best() == kernels::Isa::Amx) sets.push_back(&probe_kernels::amx());
   alignas(64) static uint64_t words[512];
   for (size_t i = 0; i < 512; ++i) words[i] = i + 1;
   for (const auto* k : sets) {

@@ -506,6 +506,7 @@ namespace probe_kernels {
 
 const Kernels& for_active_isa() {
   switch (kernels::active_isa()) {
+    case kernels::Isa::Amx: return kernels::tiles_emulated() ? avx512() : amx();
     case kernels::Isa::Avx512: return avx512();
     case kernels::Isa::Avx2: return avx2();
     case kernels::Isa::Scalar: break;

@@ -143,6 +143,7 @@ struct Kernels {
 const Kernels& scalar();
 const Kernels& avx2();
 const Kernels& avx512();  // int8: vpdpbusd
+const Kernels& amx();     // avx512's, int8: tdpbsud
 
 // The set for kernels::active_isa().
 const Kernels& for_active_isa();

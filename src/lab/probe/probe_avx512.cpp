@@ -1,11 +1,13 @@
 // AVX-512 VNNI loops of `kvlab probe` (Ice Lake, Sapphire Rapids, Zen 4 and
-// later: the kernels' Avx512 level, kernels/cpu.h). Compiled with
-// -mavx512f/bw/vl/dq/vnni; only called after kernels::active_isa() == Avx512.
+// later: the kernels' Avx512 level, kernels/cpu.h), and the int8 loop of
+// the tile unit for the Amx level. Compiled with -mavx512f/bw/vl/dq/vnni;
+// only called after kernels::active_isa() >= Avx512 (Amx for the tiles).
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/x86_avx512/tile_unit.h"
 #include "lab/probe/probe.h"
 
 namespace kvlab::perf::probe_kernels {
@@ -99,7 +101,46 @@ double int8_vnni(uint64_t iters) {
   return lane_sum<int32_t>(s);
 }
 
+// AMX: TDPBSUD multiplies a 16 x 64 byte tile by a 64 x 16 one into 16 x 16
+// int32 sums (16,384 multiply-adds). Four accumulators (registers 0-3) from
+// two A and two B tiles, so no instruction waits on the one before.
+using kernels::avx512::AmxTiles;
+constexpr double kTileMacs = 16 * 16 * 64;
+
+double int8_amx(uint64_t iters) {
+  kernels::avx512::TileShapes shapes{};
+  for (auto& s : shapes) s = {16, 64};
+  alignas(64) static const int8_t zeros[16 * 64] = {};  // the values do not change the timing
+  AmxTiles::configure(shapes);
+  AmxTiles::load<4>(zeros, 64);
+  AmxTiles::load<5>(zeros, 64);
+  AmxTiles::load<6>(zeros, 64);
+  AmxTiles::load<7>(zeros, 64);
+  for (uint64_t i = 0; i < iters; ++i) {
+    AmxTiles::dpbsud<0, 4, 6>();
+    AmxTiles::dpbsud<1, 4, 7>();
+    AmxTiles::dpbsud<2, 5, 6>();
+    AmxTiles::dpbsud<3, 5, 7>();
+  }
+  alignas(64) int32_t c[16 * 16];
+  AmxTiles::store<0>(c, 64);
+  AmxTiles::release();
+  return double(c[0]);
+}
+
 }  // namespace
+
+const Kernels& amx() {
+  static const Kernels k = [] {
+    Kernels t = avx512();
+    t.isa = "amx";
+    t.int8 = int8_amx;
+    t.int8_ops_per_iter = 4 * kTileMacs * 2.0;  // 4 TDPBSUD x 16,384 multiply-adds x 2 op
+    t.int8_method = "tdpbsud (AMX-INT8), 4 independent tile accumulators";
+    return t;
+  }();
+  return k;
+}
 
 const Kernels& avx512() {
   static const Kernels k{
