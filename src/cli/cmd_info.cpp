@@ -41,9 +41,17 @@ void info(const InfoOptions& o) {
   std::printf("rope            %d dims, theta %g, %s order", c.rope_dim, double(c.rope_theta),
               c.rope_order == model::RopeOrder::NeoX ? "neox" : "normal");
   if (c.rope_freq_scale != 1.f) std::printf(", positions x %g (linear scaling)", double(c.rope_freq_scale));
-  if (const auto& d = m->weights().rope_freqs; !d.empty())
-    std::printf(", pair angles / %g .. %g (rope_freqs, Llama 3)", double(*std::min_element(d.begin(), d.end())),
-                double(*std::max_element(d.begin(), d.end())));
+  auto divisors = [](const std::vector<float>& d, const char* what) {
+    if (!d.empty())
+      std::printf(", pair angles / %g .. %g (%s)", double(*std::min_element(d.begin(), d.end())),
+                  double(*std::max_element(d.begin(), d.end())), what);
+  };
+  const model::Weights& w = m->weights();
+  divisors(w.rope_freqs, "rope_freqs, Llama 3");
+  if (!w.rope_long.empty()) std::printf(", LongRoPE above %d positions", c.rope_orig_ctx);
+  divisors(w.rope_short, "short factors");
+  divisors(w.rope_long, "long factors");
+  if (c.rope_attn_factor != 1.f) std::printf(", cos and sin x %g", double(c.rope_attn_factor));
   std::printf("\n");
   if (c.swa_window > 0)
     std::printf("attention       sliding window of %d in %d of every %d layers (rope theta %g there)\n", c.swa_window,

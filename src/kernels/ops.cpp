@@ -17,13 +17,13 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale, const float* freq_divisors) {
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, const RopeScaling& s) {
   const float step = std::pow(theta, -2.0f / float(rope_dim));
   float angle = float(pos);
   for (size_t i = 0; i < rope_dim / 2; ++i) {
-    const float turned = freq_scale * (freq_divisors ? angle / freq_divisors[i] : angle);
-    cos_sin[2 * i] = std::cos(turned);
-    cos_sin[2 * i + 1] = std::sin(turned);
+    const float turned = s.freq_scale * (s.freq_divisors ? angle / s.freq_divisors[i] : angle);
+    cos_sin[2 * i] = std::cos(turned) * s.attn_factor;
+    cos_sin[2 * i + 1] = std::sin(turned) * s.attn_factor;
     angle *= step;
   }
 }

@@ -22,15 +22,22 @@ namespace avx2 { void rmsnorm(const float* x, const float* weight, size_t n, flo
 //  neox == true:  pairs (x[i], x[i + rope_dim/2]) (gpt-neox, qwen2, gemma)
 // `cos_sin` holds rope_dim/2 (cos, sin) pairs for that position (rope_table).
 void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox);
+// How a model stretches RoPE's angles for long contexts, in llama.cpp's order:
+//  freq_divisors (rope_dim/2 of them, or nullptr) divide each pair's angle
+//    first: Llama 3's rule, which slows the low-frequency pairs (GGUF tensor
+//    rope_freqs), and Phi-3's LongRoPE (rope_factors_long / _short);
+//  freq_scale < 1 is linear position interpolation: every angle times it;
+//  attn_factor multiplies every cos and sin (llama.cpp's attn_factor:
+//    LongRoPE's sqrt(1 + ln(s) / ln(n_orig)), which sharpens attention).
+struct RopeScaling {
+  float freq_scale = 1.0f;
+  const float* freq_divisors = nullptr;
+  float attn_factor = 1.0f;
+};
 // Fills rope_dim/2 (cos, sin) pairs for `pos`. The angle is built by repeated
 // multiplication by theta^(-2/rope_dim) in float, as llama.cpp does, so the
 // rotations match the reference implementation bit for bit in the angle.
-// `freq_scale` < 1 is linear position interpolation: every angle times it.
-// `freq_divisors`, when given (rope_dim/2 of them), divide each pair's angle
-// first: Llama 3's long-context rule, which slows the low-frequency pairs
-// (GGUF tensor rope_freqs; llama.cpp's freq_factors, applied in that order).
-void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, float freq_scale = 1.0f,
-                const float* freq_divisors = nullptr);
+void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, const RopeScaling& scaling = {});
 
 // SwiGLU (Shazeer 2020): gate = silu(gate) * up, silu(x) = x / (1 + e^-x).
 // The AVX2 version's e^x is a polynomial (kernels/x86_avx2/exp_avx2.h; the tests hold

@@ -18,6 +18,7 @@ struct ArchSpec {
   bool qkv_bias = false;
   bool qk_norm = false, post_norms = false, scale_embeddings = false;
   FfnAct ffn_act = FfnAct::SiLU;
+  bool fused_gate_up = false;
   int swa_pattern = 0;
   bool swa_rope_base_is_global = false;  // local layers use rope.freq_base too, not 10000
   int no_rope_step = 0;  // every no_rope_step-th layer applies no RoPE (NoPE)
@@ -35,6 +36,12 @@ struct ArchSpec {
 // layers for each global one (llama.cpp: LLM_ARCH_GEMMA3, swa pattern 6).
 // smollm3 is llama with no RoPE in every fourth layer (layers 3, 7, ...:
 // llama.cpp's n_no_rope_layer_step, fixed at 4, no GGUF key).
+// phi3 is llama with RoPE over head halves (NEOX), the gate and up
+// projections in one matrix (gate rows first: llama.cpp's fused SwiGLU), and
+// often Q, K and V in one (attn_qkv, which any architecture may have).
+// Phi-3's sliding window is ignored, as llama.cpp does (its converters write
+// the key wrongly), and the 128k models' LongRoPE factors are divisors
+// chosen by the context size (weights.h).
 // gemma2 is gemma3 without QK-norm, with one local layer for each global one
 // (pattern 2), one RoPE base for both, and soft-capped attention scores
 // (llama.cpp: LLM_ARCH_GEMMA2).
@@ -45,6 +52,7 @@ constexpr std::array kArchs = {
     ArchSpec{.name = "smollm3", .no_rope_step = 4},
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
+    ArchSpec{.name = "phi3", .rope_order = RopeOrder::NeoX, .fused_gate_up = true},
     ArchSpec{.name = "gemma2",
              .rope_order = RopeOrder::NeoX,
              .post_norms = true,
@@ -87,6 +95,7 @@ bool apply_arch_traits(Config& c) {
   c.post_norms = spec->post_norms;
   c.scale_embeddings = spec->scale_embeddings;
   c.ffn_act = spec->ffn_act;
+  c.fused_gate_up = spec->fused_gate_up;
   c.swa_pattern = spec->swa_pattern;
   c.no_rope_step = spec->no_rope_step;
   if (spec->swa_rope_base_is_global) c.rope_theta_swa = c.rope_theta;
@@ -142,6 +151,11 @@ Config load_config(const gguf::File& f) {
     if (!(factor >= 1.0 && factor <= 1024.0)) throw Error(f.path() + ": rope.scaling.factor out of range");
     c.rope_freq_scale = float(1.0 / factor);
   }
+  c.rope_attn_factor = float(f.get_float(p + "rope.scaling.attn_factor").value_or(1.0));
+  if (!(c.rope_attn_factor > 0.f && c.rope_attn_factor < 100.f))
+    throw Error(f.path() + ": rope.scaling.attn_factor must be in (0, 100)");
+  const std::string orig = p + "rope.scaling.original_context_length";
+  c.rope_orig_ctx = f.get_int(orig) ? positive(f, orig, *f.get_int(orig), 1 << 24) : c.n_ctx_train;
   c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(spec->default_final_softcap));
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
   c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(spec->default_attn_softcap));

@@ -37,6 +37,7 @@ struct Config {
   bool qkv_bias = false;       // blk.N.attn_{q,k,v}.bias are added after the projections (qwen2)
   int no_rope_step = 0;        // > 0: layers no_rope_step-1, 2·no_rope_step-1, ... rotate neither Q
                                // nor K (smollm3's NoPE layers: 4)
+  bool fused_gate_up = false;  // blk.N.ffn_up holds the gate's n_ff rows, then the up rows (phi3)
 
   // gemma2 and gemma3 (Gemma Team 2024, 2025); all off for llama and qwen2.
   bool qk_norm = false;           // RMSNorm of each Q and K head before RoPE (blk.N.attn_{q,k}_norm)
@@ -50,6 +51,10 @@ struct Config {
   float rope_theta_swa = 10000.f;  // local layers' RoPE base
   float rope_freq_scale = 1.f;     // global layers' positions are multiplied by this
                                    // (1 / {arch}.rope.scaling.factor, linear scaling)
+  float rope_attn_factor = 1.f;    // {arch}.rope.scaling.attn_factor: every RoPE cos and sin
+                                   // times this (kernels::RopeScaling)
+  int rope_orig_ctx = 0;           // {arch}.rope.scaling.original_context_length, else
+                                   // context_length: longer contexts take LongRoPE's long factors
   float final_logit_softcap = 0.f;  // {arch}.final_logit_softcapping: logits = c·tanh(logits/c)
   float attn_softcap = 0.f;  // {arch}.attn_logit_softcapping: scores = c·tanh(scores/c) (gemma2)
 
@@ -87,7 +92,7 @@ namespace kvlab::model {
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, smollm3, qwen2, qwen3, gemma2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, smollm3, qwen2, qwen3, phi3, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

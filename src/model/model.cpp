@@ -10,8 +10,9 @@
 //   logits = Wout · norm(x)                                (gemma: x starts as embed·sqrt(n_embd);
 //                                                           optional tanh soft-cap)
 // smollm3 rotates nothing in every fourth layer (NoPE). RoPE angles are
-// divided per pair by rope_freqs where the file has it
-// (Llama 3.1+'s long-context rule), as llama.cpp does.
+// divided per pair by rope_freqs where the file has it (Llama 3.1+'s
+// long-context rule), or by Phi-3's LongRoPE factors, as llama.cpp does.
+// phi3 reads gate and up (and Q, K, V) from fused matrices (weights.cpp).
 #include "model/model.h"
 
 #include <algorithm>
@@ -226,9 +227,10 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
       for (size_t i = 0; i < E; ++i) x[i] *= s;
     }
     const size_t rd = size_t(c.rope_dim);
-    kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd], c.rope_freq_scale,
-                        w_.rope_freqs.empty() ? nullptr : w_.rope_freqs.data());
-    if (c.swa_window > 0) kernels::rope_table(batch[t].pos, rd, c.rope_theta_swa, &ws.rope_swa[t * rd]);
+    kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd],
+                        {c.rope_freq_scale, w_.rope_divisors(cache.n_ctx(), c), c.rope_attn_factor});
+    if (c.swa_window > 0)
+      kernels::rope_table(batch[t].pos, rd, c.rope_theta_swa, &ws.rope_swa[t * rd], {.attn_factor = c.rope_attn_factor});
   });
   clock.mark(Stage::Embedding);
   for (int i = 0; i < c.n_layer; ++i) {

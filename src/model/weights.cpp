@@ -21,6 +21,16 @@ WeightMatrix matrix(const gguf::File& f, const std::string& name, int rows, int 
   return m;
 }
 
+// Rows [first, first + n) of a matrix that packs several (fused QKV, gate
+// and up), as a matrix of its own: relayout_for_kernels re-lays each part out
+// by itself.
+WeightMatrix rows_of(const WeightMatrix& m, int first, int n) {
+  WeightMatrix part = m;
+  part.data = m.data + size_t(first) * m.row_bytes;
+  part.rows = size_t(n);
+  return part;
+}
+
 std::vector<float> vector_f32(const gguf::File& f, const std::string& name, int n) {
   const gguf::TensorInfo& t = f.require_tensor(name, {uint64_t(n)});
   std::vector<float> v(static_cast<size_t>(n));
@@ -30,13 +40,39 @@ std::vector<float> vector_f32(const gguf::File& f, const std::string& name, int 
 
 // Optional; divisors must be positive and finite, or every angle of the pair
 // would be inf or NaN.
-std::vector<float> rope_divisors(const gguf::File& f, const Config& c) {
-  if (!f.find_tensor("rope_freqs.weight")) return {};
-  std::vector<float> v = vector_f32(f, "rope_freqs.weight", c.rope_dim / 2);
+std::vector<float> rope_divisors(const gguf::File& f, const Config& c, const std::string& name) {
+  if (!f.find_tensor(name)) return {};
+  std::vector<float> v = vector_f32(f, name, c.rope_dim / 2);
   for (float d : v)
     if (!(d > 0.f && d < 1e30f))
-      throw Error(f.path() + ": tensor 'rope_freqs.weight' holds " + std::to_string(d) + " (divisors must be > 0)");
+      throw Error(f.path() + ": tensor '" + name + "' holds " + std::to_string(d) + " (divisors must be > 0)");
   return v;
+}
+
+// Q, K and V (and their biases), from attn_q/k/v or from one attn_qkv.
+void bind_qkv(const gguf::File& f, const Config& c, const std::string& p, LayerWeights& l) {
+  const int qd = c.q_dim(), kvd = c.kv_dim();
+  if (f.find_tensor(p + "attn_qkv.weight")) {
+    const WeightMatrix qkv = matrix(f, p + "attn_qkv.weight", qd + 2 * kvd, c.n_embd);
+    l.wq = rows_of(qkv, 0, qd);
+    l.wk = rows_of(qkv, qd, kvd);
+    l.wv = rows_of(qkv, qd + kvd, kvd);
+    if (c.qkv_bias) {
+      const std::vector<float> b = vector_f32(f, p + "attn_qkv.bias", qd + 2 * kvd);
+      l.bq.assign(b.begin(), b.begin() + qd);
+      l.bk.assign(b.begin() + qd, b.begin() + qd + kvd);
+      l.bv.assign(b.begin() + qd + kvd, b.end());
+    }
+    return;
+  }
+  l.wq = matrix(f, p + "attn_q.weight", qd, c.n_embd);
+  l.wk = matrix(f, p + "attn_k.weight", kvd, c.n_embd);
+  l.wv = matrix(f, p + "attn_v.weight", kvd, c.n_embd);
+  if (c.qkv_bias) {
+    l.bq = vector_f32(f, p + "attn_q.bias", qd);
+    l.bk = vector_f32(f, p + "attn_k.bias", kvd);
+    l.bv = vector_f32(f, p + "attn_v.bias", kvd);
+  }
 }
 
 }  // namespace
@@ -52,24 +88,25 @@ size_t Weights::matmul_bytes() const {
   return b;
 }
 
+const float* Weights::rope_divisors(int n_ctx, const Config& c) const {
+  if (!rope_freqs.empty()) return rope_freqs.data();
+  const std::vector<float>& v = n_ctx > c.rope_orig_ctx ? rope_long : rope_short;
+  return v.empty() ? nullptr : v.data();
+}
+
 Weights bind_weights(const gguf::File& f, const Config& c) {
   Weights w;
   w.token_embd = matrix(f, "token_embd.weight", c.n_vocab, c.n_embd);
   w.output_norm = vector_f32(f, "output_norm.weight", c.n_embd);
   w.output = c.tied_embeddings ? w.token_embd : matrix(f, "output.weight", c.n_vocab, c.n_embd);
-  w.rope_freqs = rope_divisors(f, c);
+  w.rope_freqs = rope_divisors(f, c, "rope_freqs.weight");
+  w.rope_long = rope_divisors(f, c, "rope_factors_long.weight");
+  w.rope_short = rope_divisors(f, c, "rope_factors_short.weight");
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights l;
     l.attn_norm = vector_f32(f, p + "attn_norm.weight", c.n_embd);
-    l.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.n_embd);
-    l.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.n_embd);
-    l.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.n_embd);
-    if (c.qkv_bias) {
-      l.bq = vector_f32(f, p + "attn_q.bias", c.q_dim());
-      l.bk = vector_f32(f, p + "attn_k.bias", c.kv_dim());
-      l.bv = vector_f32(f, p + "attn_v.bias", c.kv_dim());
-    }
+    bind_qkv(f, c, p, l);
     l.wo = matrix(f, p + "attn_output.weight", c.n_embd, c.q_dim());
     if (c.qk_norm) {
       l.q_norm = vector_f32(f, p + "attn_q_norm.weight", c.head_dim);
@@ -80,8 +117,14 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
       l.ffn_post_norm = vector_f32(f, p + "post_ffw_norm.weight", c.n_embd);
     }
     l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.n_embd);
-    l.w_gate = matrix(f, p + "ffn_gate.weight", c.n_ff, c.n_embd);
-    l.w_up = matrix(f, p + "ffn_up.weight", c.n_ff, c.n_embd);
+    if (c.fused_gate_up) {
+      const WeightMatrix gate_up = matrix(f, p + "ffn_up.weight", 2 * c.n_ff, c.n_embd);
+      l.w_gate = rows_of(gate_up, 0, c.n_ff);
+      l.w_up = rows_of(gate_up, c.n_ff, c.n_ff);
+    } else {
+      l.w_gate = matrix(f, p + "ffn_gate.weight", c.n_ff, c.n_embd);
+      l.w_up = matrix(f, p + "ffn_up.weight", c.n_ff, c.n_embd);
+    }
     l.w_down = matrix(f, p + "ffn_down.weight", c.n_embd, c.n_ff);
     w.layers.push_back(std::move(l));
   }

@@ -36,15 +36,21 @@ struct Weights {
   WeightMatrix token_embd;         // (n_vocab x n_embd)  token_embd
   std::vector<float> output_norm;  // (n_embd)
   WeightMatrix output;             // (n_vocab x n_embd)  output, or token_embd when tied
-  // (rope_dim / 2) rope_freqs: Llama 3.1+'s per-pair RoPE divisors
-  // (kernels::rope_table), or empty when the file has none.
-  std::vector<float> rope_freqs;
+  // (rope_dim / 2) per-pair RoPE divisors (kernels::RopeScaling), each empty
+  // when the file has none: rope_freqs (Llama 3.1+), rope_factors_long and
+  // rope_factors_short (Phi-3's LongRoPE).
+  std::vector<float> rope_freqs, rope_long, rope_short;
   std::vector<LayerWeights> layers;
 
   // Bytes of matrix data one forward pass reads (embedding rows excluded:
   // a lookup touches n_tokens rows, not the table). Norm and bias vectors
   // included.
   size_t matmul_bytes() const;
+
+  // The divisors a context of n_ctx positions per sequence rotates with:
+  // rope_freqs; else the long factors when n_ctx exceeds the original
+  // context, the short ones otherwise (llama.cpp's choice); nullptr: none.
+  const float* rope_divisors(int n_ctx, const Config& c) const;
 };
 
 // Checks every required tensor's presence, shape and dtype against `cfg`.

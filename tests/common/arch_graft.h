@@ -1,4 +1,4 @@
-// Real smollm3-, qwen2-, qwen3-, gemma2- and gemma3-architecture models, and a llama model with
+// Real smollm3-, qwen2-, qwen3-, phi3-, gemma2- and gemma3-architecture models, and a llama model with
 // Llama 3's RoPE frequency factors, for tests, made from a real llama one (no
 // small model of any of them is at hand).
 //
@@ -24,13 +24,20 @@
 //    with soft caps on the attention scores and the logits.
 //  - smollm3_graft is the llama model under smollm3's name, which makes its
 //    layer 3 (of 0-4) a NoPE layer: another network, that llama.cpp runs.
+//  - phi3_graft packs Q, K and V into one attn_qkv and gate and up into one
+//    ffn_up (gate rows first), rotates only the first 6 of each head's 8
+//    dimensions (partial RoPE, as Phi-4-mini's 3/4), and adds LongRoPE:
+//    long and short factor tensors, an original context of 256 positions
+//    (below the fixtures' 512, so the long factors apply) and the attention
+//    factor Phi-3's converter derives from it. It also declares a sliding
+//    window, which phi3 ignores. Another network than the llama model.
 //  - llama3_graft stays llama and adds `rope_freqs.weight`: Llama 3.1's
 //    frequency divisors (Meta's apply_scaling; llama.cpp's converter writes
 //    them as this tensor), with an original context of 128 positions instead
 //    of 8192, so that the test prompts' positions turn the pairs it slows.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{smollm3,qwen2,qwen3,gemma2,gemma3,llama3}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,gemma2,gemma3,llama3}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -51,6 +58,12 @@ inline constexpr int kGemma2GraftWindow = 24;
 // Low enough to bend stories260K's scores and logits (Gemma 2's own are 50 and 30).
 struct Gemma2SoftCaps {
   float attention = 2.5f, final = 5.f;
+};
+// Phi-3's LongRoPE, on 3 of the graft's 4 head pairs; the original context
+// is below the fixtures' n_ctx of 512, so the long factors apply.
+struct PhiLongRope {
+  int rope_dim = 6, original_context = 256, sliding_window = 16;
+  std::vector<float> long_factors{1.f, 2.5f, 7.f}, short_factors{1.f, 1.3f, 2.f};
 };
 // Llama 3.1's scaling rule with these parameters (its own are 8, 1, 4, 8192).
 struct Llama3Scaling {
@@ -203,6 +216,51 @@ inline gguf::Writer gemma2_graft(const gguf::File& llama, int window, const Gemm
   gguf::Writer w = graft_detail::gemma_graft(llama, "gemma2", window, false);
   w.set_f32("gemma2.attn_logit_softcapping", caps.attention);
   w.set_f32("gemma2.final_logit_softcapping", caps.final);
+  return w;
+}
+
+namespace graft_detail {
+
+// The tensors named in `parts`, in order, as one tensor of all their rows.
+inline std::vector<uint8_t> stacked_rows(const std::vector<std::vector<uint8_t>>& parts) {
+  std::vector<uint8_t> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+}  // namespace graft_detail
+
+inline gguf::Writer phi3_graft(const gguf::File& llama, const PhiLongRope& r = {}) {
+  using namespace graft_detail;
+  const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
+  const int64_t n_ctx_train = llama.require_int("llama.context_length");
+  gguf::Writer w;
+  copy_metadata(llama, "phi3", w, {"phi3.rope.dimension_count"});
+  w.set_u32("phi3.rope.dimension_count", uint32_t(r.rope_dim));
+  w.set_u32("phi3.rope.scaling.original_context_length", uint32_t(r.original_context));
+  // The converter's LongRoPE factor: sqrt(1 + ln(s) / ln(n_orig)), s = n_ctx_train / n_orig.
+  const double s = double(n_ctx_train) / r.original_context;
+  w.set_f32("phi3.rope.scaling.attn_factor", float(std::sqrt(1.0 + std::log(s) / std::log(double(r.original_context)))));
+  w.set_u32("phi3.attention.sliding_window", uint32_t(r.sliding_window));
+  auto bytes_of = [&](const std::string& name) { return neox_bytes(*llama.find_tensor(name), head_dim); };
+  for (const gguf::TensorInfo& t : llama.tensors()) {
+    const bool packed = t.name.ends_with(".attn_q.weight") || t.name.ends_with(".attn_k.weight") ||
+                        t.name.ends_with(".attn_v.weight") || t.name.ends_with(".ffn_gate.weight") ||
+                        t.name.ends_with(".ffn_up.weight");
+    if (!packed) w.add_tensor(t.name, t.dims, t.dtype, neox_bytes(t, head_dim));
+  }
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const gguf::TensorInfo& q = *llama.find_tensor(p + "attn_q.weight");
+    const gguf::TensorInfo& k = *llama.find_tensor(p + "attn_k.weight");
+    const gguf::TensorInfo& up = *llama.find_tensor(p + "ffn_up.weight");
+    w.add_tensor(p + "attn_qkv.weight", {q.dims[0], q.dims[1] + 2 * k.dims[1]}, q.dtype,
+                 stacked_rows({bytes_of(p + "attn_q.weight"), bytes_of(p + "attn_k.weight"), bytes_of(p + "attn_v.weight")}));
+    w.add_tensor(p + "ffn_up.weight", {up.dims[0], 2 * up.dims[1]}, up.dtype,
+                 stacked_rows({bytes_of(p + "ffn_gate.weight"), bytes_of(p + "ffn_up.weight")}));
+  }
+  add_f32(w, "rope_factors_long.weight", r.long_factors);
+  add_f32(w, "rope_factors_short.weight", r.short_factors);
   return w;
 }
 

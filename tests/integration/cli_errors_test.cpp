@@ -157,6 +157,26 @@ TEST(CliErrors, RopeFreqsMustBePositive) {
                         p + ": tensor 'rope_freqs.weight' holds -2.000000 (divisors must be > 0)");
 }
 
+// A llama file relabelled phi3: its ffn_up holds only the up rows, where
+// phi3 packs gate and up; and a LongRoPE attention factor out of range.
+TEST(CliErrors, Phi3NeedsItsFusedGateAndUp) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const gguf::File f = gguf::File::parse(llama, "tiny.gguf");
+  auto relabelled = [&](float attn_factor) {
+    gguf::Writer w;
+    test::graft_detail::copy_metadata(f, "phi3", w);
+    w.set_f32("phi3.rope.scaling.attn_factor", attn_factor);
+    for (const gguf::TensorInfo& t : f.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+    return w.serialize();
+  };
+  const auto p = write_file("phi3-unfused.gguf", relabelled(1.f));
+  const Result r = run_kvlab("info -m " + p);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.rfind("kvlab: error: " + p + ": tensor 'blk.0.ffn_up.weight'", 0), 0u) << r.err;
+  const auto q = write_file("phi3-attn-factor.gguf", relabelled(-1.f));
+  expect_one_line_error(run_kvlab("info -m " + q), q + ": rope.scaling.attn_factor must be in (0, 100)");
+}
+
 TEST(CliErrors, MissingTensorAndKey) {
   test::TinySpec s;
   s.claimed_layers = 3;

@@ -216,6 +216,33 @@ TEST(GoldenGeneration, Qwen3GraftMatchesLlamaCppExactly) {
   check_graft("stories260K-qwen3", test::qwen3_graft(gguf::File::open(test::kStories)));
 }
 
+// phi3: Q, K and V from one fused matrix, gate and up from another (gate
+// rows first), RoPE on 6 of each head's 8 dimensions, and LongRoPE: the
+// fixture's 512-position context exceeds the graft's original 256, so the
+// long factors divide the angles, and every cos and sin is scaled by the
+// attention factor (1.17). The graft's sliding window is ignored by both.
+TEST(GoldenGeneration, Phi3GraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-phi3", test::phi3_graft(gguf::File::open(test::kStories)));
+}
+
+// LongRoPE's choice (llama.cpp's get_rope_factors): the short factors up to
+// the original context per sequence, the long ones beyond it; rope_freqs,
+// where a file has it, always.
+TEST(GoldenGeneration, Phi3ContextSizeChoosesTheLongRopeFactors) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("phi3.gguf");
+  const test::PhiLongRope r;
+  test::phi3_graft(gguf::File::open(test::kStories), r).write(path);
+  const auto m = model::Model::load(path);
+  const model::Weights& w = m->weights();
+  const model::Config& c = m->config();
+  ASSERT_EQ(c.rope_orig_ctx, r.original_context);
+  EXPECT_EQ(w.rope_divisors(r.original_context, c), w.rope_short.data());
+  EXPECT_EQ(w.rope_divisors(r.original_context + 1, c), w.rope_long.data());
+  EXPECT_EQ(std::vector<float>(w.rope_long), r.long_factors);
+  EXPECT_EQ(c.swa_window, 0);
+}
+
 // gemma2: post-norms, GeGLU, scaled embeddings, a sliding window of 24
 // positions in every other layer, and soft caps on the attention scores
 // (2.5) and on the logits (5). Capped logits crowd the graft's top tokens:

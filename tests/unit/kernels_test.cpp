@@ -656,7 +656,7 @@ TEST(Ops, GeluMulMatchesTanhFormulaOnEveryIsa) {
 // Linear RoPE scaling: position p with scale s turns every pair as position s·p would.
 TEST(Ops, RopeFreqScaleIsPositionInterpolation) {
   float scaled[8], plain[8];
-  rope_table(40, 8, 10000.f, scaled, 0.125f);
+  rope_table(40, 8, 10000.f, scaled, {.freq_scale = 0.125f});
   rope_table(5, 8, 10000.f, plain);
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(scaled[i], plain[i], 1e-6) << i;
 }
@@ -666,7 +666,7 @@ TEST(Ops, RopeFreqScaleIsPositionInterpolation) {
 TEST(Ops, RopeFreqDivisorsSlowEachPairByItsOwn) {
   const float divisors[4] = {1.f, 2.f, 8.f, 4.f};
   float slowed[8], at[8];
-  rope_table(48, 8, 10000.f, slowed, 0.5f, divisors);
+  rope_table(48, 8, 10000.f, slowed, {.freq_scale = 0.5f, .freq_divisors = divisors});
   for (int i = 0; i < 4; ++i) {
     rope_table(int(24 / divisors[i]), 8, 10000.f, at);  // 0.5 * 48 / divisor
     EXPECT_NEAR(slowed[2 * i], at[2 * i], 1e-6) << i;
@@ -674,9 +674,18 @@ TEST(Ops, RopeFreqDivisorsSlowEachPairByItsOwn) {
   }
   const float ones[4] = {1.f, 1.f, 1.f, 1.f};
   float plain[8];
-  rope_table(48, 8, 10000.f, slowed, 1.f, ones);
+  rope_table(48, 8, 10000.f, slowed, {.freq_divisors = ones});
   rope_table(48, 8, 10000.f, plain);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(slowed[i], plain[i]) << i;
+}
+
+// attn_factor scales every cos and sin after the angle (llama.cpp's mscale),
+// so a rotated vector's length grows by it and its direction is unchanged.
+TEST(Ops, RopeAttnFactorScalesTheRotation) {
+  float scaled[8], plain[8];
+  rope_table(37, 8, 10000.f, scaled, {.attn_factor = 1.25f});
+  rope_table(37, 8, 10000.f, plain);
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(scaled[i], 1.25f * plain[i]) << i;
 }
 
 }  // namespace
