@@ -7,7 +7,7 @@
 namespace kvlab::kernels {
 
 // Amx: the AVX-512 set with the prefill and batched-decode matmuls of the
-// 32-element block formats on the tile unit (rows16_amx_avx512.cpp).
+// rows-of-8 formats on the tile unit (rows16_amx_avx512.cpp).
 enum class Isa { Scalar, Avx2, Avx512, Amx };
 
 struct CpuFeatures {

@@ -105,9 +105,10 @@ const DotKernel* find(tensor::DType w);
 // f32, f16, bf16 (the set for CPUs without AVX512_BF16): base, the AVX2
 // set's kernel, with dot_float_avx512.cpp's kernels in it; other types: base.
 DotKernel float_kernel(tensor::DType w, DotKernel base);
-// find()'s set with rows16 on the AMX tile unit for q4_0, q4_1, q5_0, q5_1
-// and q8_0 (rows16_amx_avx512.cpp), the same bits; `emulated`: on the
-// scalar model of the unit (tile_unit.h), for CPUs without it.
+// find()'s set with rows16 on the AMX tile unit for every rows-of-8 format
+// (q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k: rows16_amx_avx512.cpp),
+// the same bits; `emulated`: on the scalar model of the unit
+// (tile_unit.h), for CPUs without it.
 const DotKernel* find_tiled(tensor::DType w, bool emulated);
 }  // namespace avx512
 // bf16 weights on CPUs with AVX512_BF16: base (the AVX2 set's bf16 kernel)
