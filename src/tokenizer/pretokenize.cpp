@@ -40,6 +40,7 @@ struct Pass {
   bool number(size_t i) const { return i < e && is_number(fl[i]); }
   bool space(size_t i) const { return i < e && is_space(fl[i]); }
   bool other(size_t i) const { return i < e && is_other(fl[i]); }
+  bool line_break(size_t i) const { return cp(i) == '\r' || cp(i) == '\n'; }
 
   // Close the current word at `end` (empty words are dropped).
   void cut(size_t end) {
@@ -102,19 +103,49 @@ struct Pass {
     }
   }
 
-  void llama3(int max_digits) {
+  // Llama 3's letter alternatives: (?i:'s|'t|'re|'ve|'m|'ll|'d) first,
+  // then [^\r\n\p{L}\p{N}]?\p{L}+. Returns the end of the match, or pos.
+  size_t llama3_word(size_t pos) const {
+    if (size_t n = contraction(pos, true)) return pos + n;
+    if (!line_break(pos) && !number(pos) && (letter(pos) || letter(pos + 1))) {
+      ++pos;
+      while (letter(pos)) ++pos;
+    }
+    return pos;
+  }
+
+  // GPT-4o's letter alternatives, as llama.cpp runs them: on its collapsed
+  // text an "upper" letter is any letter but a-z and a "lower" one any
+  // letter but A-Z (letters outside ASCII are both; marks are neither):
+  //   P?U*L+C? | P?U+L*C?    P = [^\r\n\p{L}\p{N}], C = (?i:'s|'t|'re|'ve|'m|'ll|'d)
+  // Returns the end of the match, or pos.
+  bool upper(size_t i) const { return letter(i) && !(cps[i] >= 'a' && cps[i] <= 'z'); }
+  bool lower(size_t i) const { return letter(i) && !(cps[i] >= 'A' && cps[i] <= 'Z'); }
+  size_t cased_word(size_t pos) const {
+    const size_t q = pos + (!line_break(pos) && !letter(pos) && !number(pos) ? 1 : 0);
+    size_t u = q;
+    while (upper(u)) ++u;
+    // U* backtracks from its longest run to the last place an L+ can start;
+    // where none can, U+L* takes the run (no L follows it, or U*L+ would
+    // have matched there).
+    size_t end = u;
+    for (size_t k = u + 1; k-- > q;)
+      if (lower(k)) {
+        for (end = k; lower(end);) ++end;
+        break;
+      }
+    if (end == q) return pos;
+    return end + contraction(end, true);
+  }
+
+  // Llama 3's pattern, and GPT-4o's (`cased`):
+  //   <letter alternatives> | \p{N}{1,K} | ?[^\s\p{L}\p{N}]+[\r\n]*  (GPT-4o: [\r\n/]*)
+  //   | \s*[\r\n]+ | \s+(?!\S) | \s+
+  void llama3(int max_digits, bool cased) {
     size_t pos = b;
     while (pos < e) {
-      const uint32_t c = cp(pos);
-      if (size_t n = contraction(pos, true)) {
-        cut(pos += n);
-        continue;
-      }
-      // [^\r\n\p{L}\p{N}]?\p{L}+
-      if (c != '\r' && c != '\n' && !number(pos) && (letter(pos) || letter(pos + 1))) {
-        ++pos;
-        while (letter(pos)) ++pos;
-        cut(pos);
+      if (const size_t end = cased ? cased_word(pos) : llama3_word(pos); end > pos) {
+        cut(pos = end);
         continue;
       }
       // \p{N}{1,K}: greedy groups of K, left to right.
@@ -129,19 +160,18 @@ struct Pass {
         cut(pos);
         continue;
       }
-      // " ?[^\s\p{L}\p{N}]+[\r\n]*"
-      const size_t q = pos + (c == ' ' ? 1 : 0);
+      const size_t q = pos + (cp(pos) == ' ' ? 1 : 0);
       if (other(q)) {
         pos = q;
         while (other(pos)) ++pos;
-        while (cp(pos) == '\r' || cp(pos) == '\n') ++pos;
+        while (line_break(pos) || (cased && cp(pos) == '/')) ++pos;
         cut(pos);
         continue;
       }
       // \s*[\r\n]+ : up to the last line break inside the space run.
       size_t n = 0, last_break = 0;
       while (space(pos + n)) {
-        if (cp(pos + n) == '\r' || cp(pos + n) == '\n') last_break = pos + n + 1;
+        if (line_break(pos + n)) last_break = pos + n + 1;
         ++n;
       }
       if (last_break) {
@@ -210,7 +240,10 @@ std::vector<size_t> PreTokenizer::split(const std::vector<uint32_t>& cpts) const
           pass.gpt2();
           break;
         case SplitStep::Llama3:
-          pass.llama3(max_digits);
+          pass.llama3(max_digits, false);
+          break;
+        case SplitStep::Gpt4o:
+          pass.llama3(max_digits, true);
           break;
         case SplitStep::NumberEach:
           pass.class_split([&](size_t i) { return is_number(fl[i]); }, 1, 1);
@@ -255,6 +288,7 @@ constexpr std::string_view kSmollmNames[] = {"smollm",    "starcoder", "refact",
 constexpr std::string_view kLlama3Names[] = {"llama3",  "llama-v3", "llama-bpe", "falcon3",     "falcon-h1",
                                              "pixtral", "midm-2.0", "lfm2",      "jina-v5-nano"};
 constexpr std::string_view kLlama3NoIgnoreNames[] = {"dbrx", "smaug-bpe"};
+constexpr std::string_view kGpt4oNames[] = {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"};
 constexpr std::string_view kQwen2Names[] = {"qwen2",     "deepseek-r1-qwen", "kormo",      "f2llmv2", "megrez",
                                             "stablelm2", "hunyuan",          "solar-open", "grok-2"};
 
@@ -275,13 +309,15 @@ PreTokenizer make_pretokenizer(std::string_view pre) {
     p.ignore_merges = true;
   } else if (one_of(pre, kLlama3NoIgnoreNames)) {
     p.steps = {SplitStep::Llama3};
+  } else if (one_of(pre, kGpt4oNames)) {
+    p.steps = {SplitStep::Gpt4o};
   } else if (one_of(pre, kQwen2Names)) {
     p.steps = {SplitStep::Llama3};
     p.max_digits = 1;
   } else {
     throw Error(
         "unknown BPE pre-tokenizer '" + std::string(pre) +
-        "' (tokenizer.ggml.pre); supported: default, gpt2, smollm, llama3/llama-bpe, qwen2, falcon and aliases");
+        "' (tokenizer.ggml.pre); supported: default, gpt2, smollm, llama3/llama-bpe, qwen2, gpt-4o, falcon and aliases");
   }
   return p;
 }

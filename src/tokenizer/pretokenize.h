@@ -16,6 +16,12 @@ enum class SplitStep : uint8_t {
   // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,K}
   //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+      (K = max_digits)
   Llama3,
+  // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|...)?
+  //   |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|...)?
+  //   |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  // (GPT-4o, Llama 4), in the form llama.cpp runs: the letter classes
+  // rewritten as "a letter but a-z" and "a letter but A-Z", without \p{M}.
+  Gpt4o,
   NumberEach,    // \p{N}         : every number code point alone
   NumberRun,     // \p{N}+
   AsciiDigits3,  // [0-9][0-9][0-9]
@@ -25,7 +31,7 @@ enum class SplitStep : uint8_t {
 
 struct PreTokenizer {
   std::vector<SplitStep> steps;
-  int max_digits = 3;          // K of the Llama3 step (1 for Qwen2)
+  int max_digits = 3;          // K of the Llama3 and Gpt4o steps (1 for Qwen2)
   bool ignore_merges = false;  // a word that is itself a token skips merging (llama3)
 
   // Split `cpts` into words; returns the length of each word in code points

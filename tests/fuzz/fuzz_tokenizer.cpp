@@ -1,6 +1,6 @@
 // libFuzzer target for the tokenizers, on the real vocabularies of the shared
 // tiny model (SentencePiece-style) and, when it is in models/, the default
-// model (byte-level BPE). Any bytes must encode without an exception, with
+// model (byte-level BPE), also under the GPT-4o pre-tokenizer. Any bytes must encode without an exception, with
 // every flag combination, to ids inside the vocabulary; a byte-level BPE
 // tokenizer must give back the text (invalid UTF-8 read as U+FFFD, and a
 // byte the vocabulary has no token for left out, as llama.cpp does); and the streaming decoder, fed any ids, must release
@@ -25,9 +25,13 @@ namespace {
 
 using kvlab::tokenizer::Tokenizer;
 
-std::unique_ptr<Tokenizer> load(const std::string& path) {
+// `pre`, when given, replaces the file's pre-tokenizer (one no small model
+// at hand ships).
+std::unique_ptr<Tokenizer> load(const std::string& path, const char* pre = nullptr) {
   if (!std::filesystem::exists(path)) return nullptr;
-  return kvlab::tokenizer::tokenizer_from_gguf(kvlab::gguf::File::open(path));
+  kvlab::tokenizer::Vocab v = kvlab::tokenizer::vocab_from_gguf(kvlab::gguf::File::open(path));
+  if (pre) v.pre = pre;
+  return Tokenizer::create(std::move(v));
 }
 
 // Whether the vocabulary has a token for each byte (GPT-2's byte alphabet).
@@ -51,9 +55,11 @@ struct Loaded {
 const std::vector<Loaded>& tokenizers() {
   static const std::vector<Loaded> all = [] {
     std::vector<Loaded> v;
-    for (const char* path : {KVLAB_SOURCE_DIR "/tests/models/stories260K.gguf",
-                             KVLAB_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf"})
-      if (auto t = load(path)) {
+    const std::string smollm = KVLAB_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+    std::unique_ptr<Tokenizer> loaded[] = {load(KVLAB_SOURCE_DIR "/tests/models/stories260K.gguf"), load(smollm),
+                                           load(smollm, "gpt-4o")};
+    for (auto& t : loaded)
+      if (t) {
         const std::array<bool, 256> has = byte_tokens(*t);
         v.push_back({std::move(t), has});
       }

@@ -170,6 +170,20 @@ TEST(TokenizerPretokenize, Llama3AndQwen2) {
   EXPECT_EQ(split("qwen2", "x=12345;"), (Words{"x", "=", "1", "2", "3", "4", "5", ";"}));
 }
 
+// Words as llama.cpp's form of the GPT-4o pattern gives them (checked with
+// Python's regex module on the same pattern): capitals start a word unless
+// a capital run is followed by lower case; letters outside ASCII count as
+// both cases, so the last one in a capital run ends the word there.
+TEST(TokenizerPretokenize, Gpt4oCasedWords) {
+  EXPECT_EQ(split("gpt-4o", "getUserName iPhone HTTPServer"),
+            (Words{"get", "User", "Name", " i", "Phone", " HTTPServer"}));
+  EXPECT_EQ(split("gpt-4o", " ÉCOLE AÑO DÉJÀ"), (Words{" É", "COLE", " AÑ", "O", " DÉJÀ"}));
+  EXPECT_EQ(split("llama4", "it's DON'T'S I'm"), (Words{"it's", " DON'T", "'S", " I'm"}));
+  EXPECT_EQ(split("gpt-4o", "e\u0301te\u0301 a/b//\n 12345"),
+            (Words{"e", "\u0301te", "\u0301", " a", "/b", "//\n", " ", "123", "45"}));
+  EXPECT_EQ(split("gpt-4o", "x.y/\n\n  z"), (Words{"x", ".y", "/\n\n", " ", " z"}));
+}
+
 TEST(TokenizerPretokenize, DefaultPipeline) {
   EXPECT_EQ(split("default", "a+b=3000!"), (Words{"a", "+", "b", "=", "300", "0", "!"}));
 }
