@@ -40,7 +40,11 @@ void info(const InfoOptions& o) {
               c.head_dim);
   std::printf("rope            %d dims, theta %g, %s order", c.rope_dim, double(c.rope_theta),
               c.rope_order == model::RopeOrder::NeoX ? "neox" : "normal");
-  if (c.rope_freq_scale != 1.f) std::printf(", positions x %g (linear scaling)", double(c.rope_freq_scale));
+  if (c.rope_yarn)
+    std::printf(", YaRN: pairs up to %g unscaled, from %g positions x %g, blended between",
+                double(c.rope_yarn_ramp[0]), double(c.rope_yarn_ramp[1]), double(c.rope_freq_scale));
+  else if (c.rope_freq_scale != 1.f)
+    std::printf(", positions x %g (linear scaling)", double(c.rope_freq_scale));
   auto divisors = [](const std::vector<float>& d, const char* what) {
     if (!d.empty())
       std::printf(", pair angles / %g .. %g (%s)", double(*std::min_element(d.begin(), d.end())),

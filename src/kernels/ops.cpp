@@ -21,9 +21,17 @@ void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, const Rop
   const float step = std::pow(theta, -2.0f / float(rope_dim));
   float angle = float(pos);
   for (size_t i = 0; i < rope_dim / 2; ++i) {
-    const float turned = s.freq_scale * (s.freq_divisors ? angle / s.freq_divisors[i] : angle);
-    cos_sin[2 * i] = std::cos(turned) * s.attn_factor;
-    cos_sin[2 * i + 1] = std::sin(turned) * s.attn_factor;
+    const float unscaled = s.freq_divisors ? angle / s.freq_divisors[i] : angle;
+    const float scaled = s.freq_scale * unscaled;
+    float turned = scaled, magnitude = s.attn_factor;
+    if (s.ext_factor != 0.0f) {
+      const float y = (float(i) - s.ramp_low) / std::max(0.001f, s.ramp_high - s.ramp_low);
+      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * s.ext_factor;
+      turned = scaled * (1.0f - mix) + unscaled * mix;
+      magnitude *= 1.0f + 0.1f * std::log(1.0f / s.freq_scale);
+    }
+    cos_sin[2 * i] = std::cos(turned) * magnitude;
+    cos_sin[2 * i + 1] = std::sin(turned) * magnitude;
     angle *= step;
   }
 }

@@ -28,11 +28,19 @@ void rope(float* x, size_t rope_dim, const float* cos_sin, bool neox);
 //    rope_freqs), and Phi-3's LongRoPE (rope_factors_long / _short);
 //  freq_scale < 1 is linear position interpolation: every angle times it;
 //  attn_factor multiplies every cos and sin (llama.cpp's attn_factor:
-//    LongRoPE's sqrt(1 + ln(s) / ln(n_orig)), which sharpens attention).
+//    LongRoPE's sqrt(1 + ln(s) / ln(n_orig)), which sharpens attention);
+//  ext_factor != 0 is YaRN (Peng et al. 2023, as ggml's rope_yarn runs it):
+//    pair i turns by a mix of the scaled angle and the unscaled one,
+//    mix = ext_factor * (1 - clamp((i - ramp_low) / max(0.001, ramp_high - ramp_low), 0, 1)),
+//    so the fast pairs below ramp_low keep their angles and the slow ones
+//    above ramp_high are interpolated; cos and sin also take
+//    1 + 0.1 ln(1 / freq_scale).
 struct RopeScaling {
   float freq_scale = 1.0f;
   const float* freq_divisors = nullptr;
   float attn_factor = 1.0f;
+  float ext_factor = 0.0f;
+  float ramp_low = 0.0f, ramp_high = 0.0f;
 };
 // Fills rope_dim/2 (cos, sin) pairs for `pos`. The angle is built by repeated
 // multiplication by theta^(-2/rope_dim) in float, as llama.cpp does, so the

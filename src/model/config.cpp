@@ -1,6 +1,8 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -84,6 +86,38 @@ int positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max
   return int(v);
 }
 
+// {arch}.rope.scaling.*, as llama.cpp reads them: the factor applies unless
+// the type is "none" (a file without a type is linear), "longrope" scales
+// as linear does (Phi-3's factors are tensors: weights.h), and "yarn" adds
+// the ramp between the pairs that wrap fewer than beta_slow = 1 and more
+// than beta_fast = 32 times in the original context (llama.cpp's defaults
+// for these architectures; ggml_rope_yarn_corr_dims):
+//   dim(beta) = rope_dim * ln(n_orig / (2 pi beta)) / (2 ln theta),
+//   ramp = [max(0, floor(dim(32))), min(rope_dim - 1, ceil(dim(1)))].
+void read_rope_scaling(const gguf::File& f, const std::string& p, Config& c) {
+  const std::string orig = p + "rope.scaling.original_context_length";
+  c.rope_orig_ctx = f.get_int(orig) ? positive(f, orig, *f.get_int(orig), 1 << 24) : c.n_ctx_train;
+  c.rope_attn_factor = float(f.get_float(p + "rope.scaling.attn_factor").value_or(1.0));
+  if (!(c.rope_attn_factor > 0.f && c.rope_attn_factor < 100.f))
+    throw Error(f.path() + ": rope.scaling.attn_factor must be in (0, 100)");
+  const std::string type = f.get_string(p + "rope.scaling.type").value_or("linear");
+  if (type != "none" && type != "linear" && type != "yarn" && type != "longrope")
+    throw Error(f.path() + ": rope scaling '" + type + "' is not supported (linear, yarn and longrope are)");
+  if (type == "none") return;
+  const double factor = f.get_float(p + "rope.scaling.factor").value_or(f.get_float(p + "rope.scale_linear").value_or(0.0));
+  if (factor != 0.0) {
+    if (!(factor >= 1.0 && factor <= 1024.0)) throw Error(f.path() + ": rope.scaling.factor out of range");
+    c.rope_freq_scale = float(1.0 / factor);
+  }
+  if (type != "yarn") return;
+  c.rope_yarn = true;
+  auto dim = [&](float beta) {
+    return float(c.rope_dim) * std::log(float(c.rope_orig_ctx) / (beta * 2.0f * float(M_PI))) / (2.0f * std::log(c.rope_theta));
+  };
+  c.rope_yarn_ramp[0] = std::max(0.0f, std::floor(dim(32.0f)));
+  c.rope_yarn_ramp[1] = std::min(float(c.rope_dim - 1), std::ceil(dim(1.0f)));
+}
+
 }  // namespace
 
 bool apply_arch_traits(Config& c) {
@@ -145,17 +179,7 @@ Config load_config(const gguf::File& f) {
     if (auto w = f.get_int(p + "attention.sliding_window"); w && *w > 0)
       c.swa_window = positive(f, p + "attention.sliding_window", *w, 1 << 24);
   }
-  if (auto type = f.get_string(p + "rope.scaling.type"); type && *type != "none") {
-    if (*type != "linear") throw Error(f.path() + ": rope scaling '" + *type + "' is not supported (linear is)");
-    const double factor = f.get_float(p + "rope.scaling.factor").value_or(1.0);
-    if (!(factor >= 1.0 && factor <= 1024.0)) throw Error(f.path() + ": rope.scaling.factor out of range");
-    c.rope_freq_scale = float(1.0 / factor);
-  }
-  c.rope_attn_factor = float(f.get_float(p + "rope.scaling.attn_factor").value_or(1.0));
-  if (!(c.rope_attn_factor > 0.f && c.rope_attn_factor < 100.f))
-    throw Error(f.path() + ": rope.scaling.attn_factor must be in (0, 100)");
-  const std::string orig = p + "rope.scaling.original_context_length";
-  c.rope_orig_ctx = f.get_int(orig) ? positive(f, orig, *f.get_int(orig), 1 << 24) : c.n_ctx_train;
+  read_rope_scaling(f, p, c);
   c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(spec->default_final_softcap));
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
   c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(spec->default_attn_softcap));

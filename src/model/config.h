@@ -50,11 +50,16 @@ struct Config {
   int swa_pattern = 0;            // every swa_pattern-th layer is global, the others local
   float rope_theta_swa = 10000.f;  // local layers' RoPE base
   float rope_freq_scale = 1.f;     // global layers' positions are multiplied by this
-                                   // (1 / {arch}.rope.scaling.factor, linear scaling)
+                                   // (1 / {arch}.rope.scaling.factor: linear scaling, YaRN's
+                                   // interpolated pairs)
   float rope_attn_factor = 1.f;    // {arch}.rope.scaling.attn_factor: every RoPE cos and sin
                                    // times this (kernels::RopeScaling)
   int rope_orig_ctx = 0;           // {arch}.rope.scaling.original_context_length, else
                                    // context_length: longer contexts take LongRoPE's long factors
+  // rope.scaling.type "yarn": the global layers' pairs from rope_yarn_ramp[0]
+  // to [1] blend from their own angles to the scaled ones (kernels::RopeScaling).
+  bool rope_yarn = false;
+  float rope_yarn_ramp[2] = {0.f, 0.f};
   float final_logit_softcap = 0.f;  // {arch}.final_logit_softcapping: logits = c·tanh(logits/c)
   float attn_softcap = 0.f;  // {arch}.attn_logit_softcapping: scores = c·tanh(scores/c) (gemma2)
 

@@ -11,7 +11,8 @@
 //                                                           optional tanh soft-cap)
 // smollm3 rotates nothing in every fourth layer (NoPE). RoPE angles are
 // divided per pair by rope_freqs where the file has it (Llama 3.1+'s
-// long-context rule), or by Phi-3's LongRoPE factors, as llama.cpp does.
+// long-context rule), or by Phi-3's LongRoPE factors, and YaRN blends
+// scaled and unscaled angles, as llama.cpp does.
 // phi3 reads gate and up (and Q, K, V) from fused matrices (weights.cpp).
 #include "model/model.h"
 
@@ -29,6 +30,22 @@
 namespace kvlab::model {
 
 using kernels::matmul;
+
+namespace {
+
+// The global layers' RoPE: linear scaling, per-pair divisors, YaRN's ramp
+// (Config's rope_* fields).
+kernels::RopeScaling global_rope(const Config& c, const float* divisors) {
+  kernels::RopeScaling s{.freq_scale = c.rope_freq_scale, .freq_divisors = divisors, .attn_factor = c.rope_attn_factor};
+  if (c.rope_yarn) {
+    s.ext_factor = 1.0f;
+    s.ramp_low = c.rope_yarn_ramp[0];
+    s.ramp_high = c.rope_yarn_ramp[1];
+  }
+  return s;
+}
+
+}  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path, gguf::Residency residency) {
   gguf::File file = gguf::File::open(path, residency);
@@ -227,8 +244,7 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
       for (size_t i = 0; i < E; ++i) x[i] *= s;
     }
     const size_t rd = size_t(c.rope_dim);
-    kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd],
-                        {c.rope_freq_scale, w_.rope_divisors(cache.n_ctx(), c), c.rope_attn_factor});
+    kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd], global_rope(c, w_.rope_divisors(cache.n_ctx(), c)));
     if (c.swa_window > 0)
       kernels::rope_table(batch[t].pos, rd, c.rope_theta_swa, &ws.rope_swa[t * rd], {.attn_factor = c.rope_attn_factor});
   });

@@ -35,9 +35,13 @@
 //    frequency divisors (Meta's apply_scaling; llama.cpp's converter writes
 //    them as this tensor), with an original context of 128 positions instead
 //    of 8192, so that the test prompts' positions turn the pairs it slows.
+//  - yarn_graft stays llama and declares YaRN scaling (rope.scaling.type
+//    "yarn", factor 4, an original context of 256 positions): the head's
+//    first pair keeps its angles, the second blends, the last two are
+//    interpolated, and cos and sin grow by 1 + 0.1 ln 4.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,gemma2,gemma3,llama3}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -68,6 +72,12 @@ struct PhiLongRope {
 // Llama 3.1's scaling rule with these parameters (its own are 8, 1, 4, 8192).
 struct Llama3Scaling {
   float factor = 8.f, low_freq_factor = 1.f, high_freq_factor = 4.f, original_context = 128.f;
+};
+
+// YaRN's parameters in the graft (Qwen3's 128k files: factor 4 over 32768).
+struct YarnScaling {
+  float factor = 4.f;
+  int original_context = 256;
 };
 
 namespace graft_detail {
@@ -296,6 +306,16 @@ inline gguf::Writer llama3_graft(const gguf::File& llama, const std::vector<floa
 inline gguf::Writer llama3_graft(const gguf::File& llama, const Llama3Scaling& s = {}) {
   const float theta = float(llama.get_float("llama.rope.freq_base").value_or(10000.0));
   return llama3_graft(llama, llama3_rope_divisors(size_t(graft_detail::head_dim_of(llama)), theta, s));
+}
+
+inline gguf::Writer yarn_graft(const gguf::File& llama, const YarnScaling& y = {}) {
+  gguf::Writer w;
+  graft_detail::copy_metadata(llama, "llama", w);
+  w.set_string("llama.rope.scaling.type", "yarn");
+  w.set_f32("llama.rope.scaling.factor", y.factor);
+  w.set_u32("llama.rope.scaling.original_context_length", uint32_t(y.original_context));
+  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  return w;
 }
 
 }  // namespace kvlab::test

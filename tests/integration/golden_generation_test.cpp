@@ -243,6 +243,21 @@ TEST(GoldenGeneration, Phi3ContextSizeChoosesTheLongRopeFactors) {
   EXPECT_EQ(c.swa_window, 0);
 }
 
+// YaRN on llama: factor 4 over an original context of 256, so of the
+// head's 4 pairs the first keeps its angles, the second takes half of each,
+// the last two are interpolated (ggml_rope_yarn_corr_dims: pairs 0 to 2),
+// and every cos and sin is scaled by 1 + 0.1 ln 4.
+TEST(GoldenGeneration, YarnGraftMatchesLlamaCppExactly) {
+  const auto graft = test::yarn_graft(gguf::File::open(test::kStories));
+  const auto bytes = graft.serialize();
+  const model::Config c = model::load_config(gguf::File::parse(bytes, "yarn.gguf"));
+  ASSERT_TRUE(c.rope_yarn);
+  EXPECT_EQ(c.rope_yarn_ramp[0], 0.f);
+  EXPECT_EQ(c.rope_yarn_ramp[1], 2.f);
+  EXPECT_EQ(c.rope_freq_scale, 0.25f);
+  check_graft("stories260K-yarn", graft);
+}
+
 // gemma2: post-norms, GeGLU, scaled embeddings, a sliding window of 24
 // positions in every other layer, and soft caps on the attention scores
 // (2.5) and on the logits (5). Capped logits crowd the graft's top tokens:

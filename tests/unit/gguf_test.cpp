@@ -430,9 +430,9 @@ TEST(GgufModel, Gemma3KeysAndTensors) {
     EXPECT_EQ(c.first_visible(0, 16), 1);
     EXPECT_FLOAT_EQ(c.attn_scale(), 0.25f);  // 1/sqrt(head_dim 16)
   }
-  auto yarn = test::gemma3_graft(f, 16);
-  yarn.set_string("gemma3.rope.scaling.type", "yarn");
-  EXPECT_EQ(model_error(yarn), "m.gguf: rope scaling 'yarn' is not supported (linear is)");
+  auto dynamic = test::gemma3_graft(f, 16);
+  dynamic.set_string("gemma3.rope.scaling.type", "dynamic");
+  EXPECT_EQ(model_error(dynamic), "m.gguf: rope scaling 'dynamic' is not supported (linear, yarn and longrope are)");
 }
 
 TEST(GgufModel, WrongTensorShape) {

@@ -688,5 +688,22 @@ TEST(Ops, RopeAttnFactorScalesTheRotation) {
   for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(scaled[i], 1.25f * plain[i]) << i;
 }
 
+// YaRN with the ramp over pairs 0..2: pair 0 turns at the unscaled angle,
+// pair 1 halfway between, pairs 2 and 3 at the scaled one (position 80 x
+// 0.25 = 20), and every cos and sin grows by 1 + 0.1 ln 4.
+TEST(Ops, RopeYarnBlendsScaledAndUnscaledPairs) {
+  float yarn[8], at80[8], at20[8];
+  rope_table(80, 8, 10000.f, yarn, {.freq_scale = 0.25f, .ext_factor = 1.f, .ramp_low = 0.f, .ramp_high = 2.f});
+  rope_table(80, 8, 10000.f, at80);
+  rope_table(20, 8, 10000.f, at20);
+  const float m = 1.f + 0.1f * std::log(4.f);
+  auto angle = [](const float* cs, int i) { return std::atan2(cs[2 * i + 1], cs[2 * i]); };
+  EXPECT_NEAR(angle(yarn, 0), angle(at80, 0), 1e-5);
+  EXPECT_NEAR(yarn[2], std::cos(0.5f * (8.f + 2.f)) * m, 1e-5);  // pair 1 turns 8 rad unscaled, 2 scaled
+  EXPECT_NEAR(yarn[3], std::sin(0.5f * (8.f + 2.f)) * m, 1e-5);
+  for (int i : {2, 3}) EXPECT_NEAR(angle(yarn, i), angle(at20, i), 1e-6) << i;
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(std::hypot(yarn[2 * i], yarn[2 * i + 1]), m, 1e-6) << i;
+}
+
 }  // namespace
 }  // namespace kvlab::kernels
