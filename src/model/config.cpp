@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -21,6 +22,7 @@ struct ArchSpec {
   bool qk_norm = false, post_norms = false, scale_embeddings = false;
   FfnAct ffn_act = FfnAct::SiLU;
   bool fused_gate_up = false;
+  bool granite_scales = false;  // {arch}.embedding_scale, residual_scale, attention.scale, logit_scale
   int swa_pattern = 0;
   bool swa_rope_base_is_global = false;  // local layers use rope.freq_base too, not 10000
   int no_rope_step = 0;  // every no_rope_step-th layer applies no RoPE (NoPE)
@@ -44,6 +46,10 @@ struct ArchSpec {
 // Phi-3's sliding window is ignored, as llama.cpp does (its converters write
 // the key wrongly), and the 128k models' LongRoPE factors are divisors
 // chosen by the context size (weights.h).
+// granite (IBM Granite 3) is llama with four scalars (muP-style): the
+// embeddings times embedding_scale, each block's output times residual_scale
+// before its residual add, attention.scale in place of 1/sqrt(head_dim), and
+// the logits divided by logit_scale (llama.cpp: LLM_ARCH_GRANITE).
 // gemma2 is gemma3 without QK-norm, with one local layer for each global one
 // (pattern 2), one RoPE base for both, and soft-capped attention scores
 // (llama.cpp: LLM_ARCH_GEMMA2).
@@ -55,6 +61,7 @@ constexpr std::array kArchs = {
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
     ArchSpec{.name = "phi3", .rope_order = RopeOrder::NeoX, .fused_gate_up = true},
+    ArchSpec{.name = "granite", .granite_scales = true},
     ArchSpec{.name = "gemma2",
              .rope_order = RopeOrder::NeoX,
              .post_norms = true,
@@ -116,6 +123,22 @@ void read_rope_scaling(const gguf::File& f, const std::string& p, Config& c) {
   };
   c.rope_yarn_ramp[0] = std::max(0.0f, std::floor(dim(32.0f)));
   c.rope_yarn_ramp[1] = std::min(float(c.rope_dim - 1), std::ceil(dim(1.0f)));
+}
+
+// granite's scalars: logit_scale is required (as llama.cpp requires it),
+// the others optional; 0 or absent means unused, as there.
+void read_granite_scales(const gguf::File& f, const std::string& p, Config& c) {
+  auto scalar = [&](const std::string& key, bool required) {
+    const std::optional<double> v = f.get_float(p + key);
+    if (!v && required) throw Error(f.path() + ": missing required key '" + p + key + "'");
+    const float x = float(v.value_or(0.0));
+    if (!(x >= 0.f && x < 1e6f)) throw Error(f.path() + ": key '" + p + key + "' must be in [0, 1e6)");
+    return x;
+  };
+  c.logit_scale = scalar("logit_scale", true);
+  c.embedding_scale = scalar("embedding_scale", false);
+  c.residual_scale = scalar("residual_scale", false);
+  c.attention_scale = scalar("attention.scale", false);
 }
 
 }  // namespace
@@ -184,6 +207,7 @@ Config load_config(const gguf::File& f) {
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
   c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(spec->default_attn_softcap));
   if (!(c.attn_softcap >= 0.f)) throw Error(f.path() + ": attn_logit_softcapping must be >= 0");
+  if (spec->granite_scales) read_granite_scales(f, p, c);
   c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
   if (!(c.rms_eps > 0.f && c.rms_eps < 1.f)) throw Error(f.path() + ": layer_norm_rms_epsilon out of range");
 

@@ -61,6 +61,10 @@ struct Config {
   bool rope_yarn = false;
   float rope_yarn_ramp[2] = {0.f, 0.f};
   float final_logit_softcap = 0.f;  // {arch}.final_logit_softcapping: logits = c·tanh(logits/c)
+  // granite's scalars, 0 where unused: embeddings times embedding_scale, each
+  // block's output times residual_scale before the residual add, q·k times
+  // attention_scale instead of attn_scale()'s rule, logits / logit_scale.
+  float embedding_scale = 0.f, residual_scale = 0.f, attention_scale = 0.f, logit_scale = 0.f;
   float attn_softcap = 0.f;  // {arch}.attn_logit_softcapping: scores = c·tanh(scores/c) (gemma2)
 
   int q_dim() const { return n_head * head_dim; }
@@ -68,8 +72,10 @@ struct Config {
   int gqa_group() const { return n_head / n_head_kv; }
   // q·k is multiplied by this: 1/sqrt(head_dim), except for Gemma 2 27B
   // (46 layers) and Gemma 3 27B (62), trained with 1/sqrt(n_embd / n_head)
-  // (gemma_pytorch's query_pre_attn_scalar, as llama.cpp applies it).
+  // (gemma_pytorch's query_pre_attn_scalar, as llama.cpp applies it);
+  // granite's attention.scale where the file gives one.
   float attn_scale() const {
+    if (attention_scale != 0.f) return attention_scale;
     const bool by_width = (arch == "gemma2" && n_layer == 46) || (arch == "gemma3" && n_layer == 62);
     return 1.0f / std::sqrt(float(by_width ? n_embd / n_head : head_dim));
   }
@@ -97,7 +103,7 @@ namespace kvlab::model {
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, smollm3, qwen2, qwen3, phi3, gemma2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, smollm3, qwen2, qwen3, phi3, granite, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

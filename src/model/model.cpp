@@ -13,7 +13,8 @@
 // divided per pair by rope_freqs where the file has it (Llama 3.1+'s
 // long-context rule), or by Phi-3's LongRoPE factors, and YaRN blends
 // scaled and unscaled angles, as llama.cpp does.
-// phi3 reads gate and up (and Q, K, V) from fused matrices (weights.cpp).
+// phi3 reads gate and up (and Q, K, V) from fused matrices (weights.cpp);
+// granite scales the embeddings, each residual branch and the logits.
 #include "model/model.h"
 
 #include <algorithm>
@@ -165,13 +166,19 @@ void Model::attend(int layer, std::span<const BatchEntry> batch, const kv::Cache
   kernels::attend_batch(ws.attn_items, G, hd, {scale, c.attn_softcap}, pool, ws.attn);
 }
 
-// x += out, or x += norm(out) when the layer has a post-norm (gemma3).
+// x += out, or x += norm(out) when the layer has a post-norm (gemma3), or
+// x += out * residual_scale (granite: rounded before the add, as llama.cpp's
+// separate scale and add are).
 void Model::add_residual(const std::vector<float>& post_norm, size_t T, Workspace& ws,
                          kernels::ThreadPool& pool) const {
   const size_t E = size_t(cfg_.n_embd);
+  const float scale = cfg_.residual_scale;
   pool.for_each(T, [&](size_t t, int) {
-    if (!post_norm.empty()) kernels::rmsnorm(&ws.xn[t * E], post_norm.data(), E, cfg_.rms_eps, &ws.xn[t * E]);
-    kernels::add(&ws.x[t * E], &ws.xn[t * E], E);
+    float* out = &ws.xn[t * E];
+    if (!post_norm.empty()) kernels::rmsnorm(out, post_norm.data(), E, cfg_.rms_eps, out);
+    if (scale != 0.f)
+      for (size_t i = 0; i < E; ++i) out[i] *= scale;
+    kernels::add(&ws.x[t * E], out, E);
   });
 }
 
@@ -239,10 +246,8 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
   pool.for_each(T, [&](size_t t, int) {
     float* x = &ws.x[t * E];
     kernels::dequantize_row(w_.token_embd, size_t(batch[t].token), x);
-    if (c.scale_embeddings) {
-      const float s = std::sqrt(float(E));
+    if (const float s = c.scale_embeddings ? std::sqrt(float(E)) : c.embedding_scale; s != 0.f)
       for (size_t i = 0; i < E; ++i) x[i] *= s;
-    }
     const size_t rd = size_t(c.rope_dim);
     kernels::rope_table(batch[t].pos, rd, c.rope_theta, &ws.rope[t * rd], global_rope(c, w_.rope_divisors(cache.n_ctx(), c)));
     if (c.swa_window > 0)
@@ -268,6 +273,13 @@ void Model::forward(std::span<const BatchEntry> batch, kv::Cache& cache, Workspa
     pool.for_each(n_out, [&](size_t t, int) {
       float* row = logits + t * size_t(c.n_vocab);
       for (int i = 0; i < c.n_vocab; ++i) row[i] = cap * std::tanh(row[i] / cap);
+    });
+  }
+  if (c.logit_scale != 0.f && n_out > 0) {  // granite: times 1/logit_scale, as llama.cpp scales
+    const float inverse = 1.0f / c.logit_scale;
+    pool.for_each(n_out, [&](size_t t, int) {
+      float* row = logits + t * size_t(c.n_vocab);
+      for (int i = 0; i < c.n_vocab; ++i) row[i] *= inverse;
     });
   }
   clock.mark(Stage::LmHead);

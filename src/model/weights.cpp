@@ -49,6 +49,18 @@ std::vector<float> rope_divisors(const gguf::File& f, const Config& c, const std
   return v;
 }
 
+// Tensors some files carry that this forward pass has no place for (biases
+// after the attention output and in the FFN, Q/K/V biases in an
+// architecture without them): running without them would give wrong
+// logits, so such a file is refused.
+void refuse_unused_biases(const gguf::File& f, const Config& c, const std::string& p) {
+  std::vector<std::string> names = {"attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"};
+  if (!c.qkv_bias) names.insert(names.end(), {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias"});
+  for (const std::string& n : names)
+    if (f.find_tensor(p + n))
+      throw Error(f.path() + ": tensor '" + p + n + "' is not supported (kvlab's " + c.arch + " has no bias there)");
+}
+
 // Q, K and V (and their biases), from attn_q/k/v or from one attn_qkv.
 void bind_qkv(const gguf::File& f, const Config& c, const std::string& p, LayerWeights& l) {
   const int qd = c.q_dim(), kvd = c.kv_dim();
@@ -105,6 +117,7 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights l;
+    refuse_unused_biases(f, c, p);
     l.attn_norm = vector_f32(f, p + "attn_norm.weight", c.n_embd);
     bind_qkv(f, c, p, l);
     l.wo = matrix(f, p + "attn_output.weight", c.n_embd, c.q_dim());

@@ -39,9 +39,12 @@
 //    "yarn", factor 4, an original context of 256 positions): the head's
 //    first pair keeps its angles, the second blends, the last two are
 //    interpolated, and cos and sin grow by 1 + 0.1 ln 4.
+//  - granite_graft is stories260K under granite's name with its four
+//    scalars (GraniteScales): scaled embeddings, residual branches,
+//    attention scores and logits. Another network than the llama model.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,granite,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -78,6 +81,12 @@ struct Llama3Scaling {
 struct YarnScaling {
   float factor = 4.f;
   int original_context = 256;
+};
+
+// Granite's scalars for the graft (Granite 3.0 2B's are 12, 0.22, 1/64 and
+// 8; these keep the small model's activations in range).
+struct GraniteScales {
+  float embedding = 1.5f, residual = 0.8f, attention = 0.25f, logit = 2.f;
 };
 
 namespace graft_detail {
@@ -306,6 +315,17 @@ inline gguf::Writer llama3_graft(const gguf::File& llama, const std::vector<floa
 inline gguf::Writer llama3_graft(const gguf::File& llama, const Llama3Scaling& s = {}) {
   const float theta = float(llama.get_float("llama.rope.freq_base").value_or(10000.0));
   return llama3_graft(llama, llama3_rope_divisors(size_t(graft_detail::head_dim_of(llama)), theta, s));
+}
+
+inline gguf::Writer granite_graft(const gguf::File& llama, const GraniteScales& s = {}) {
+  gguf::Writer w;
+  graft_detail::copy_metadata(llama, "granite", w);
+  w.set_f32("granite.embedding_scale", s.embedding);
+  w.set_f32("granite.residual_scale", s.residual);
+  w.set_f32("granite.attention.scale", s.attention);
+  w.set_f32("granite.logit_scale", s.logit);
+  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  return w;
 }
 
 inline gguf::Writer yarn_graft(const gguf::File& llama, const YarnScaling& y = {}) {

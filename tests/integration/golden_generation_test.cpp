@@ -243,6 +243,12 @@ TEST(GoldenGeneration, Phi3ContextSizeChoosesTheLongRopeFactors) {
   EXPECT_EQ(c.swa_window, 0);
 }
 
+// granite: embeddings x 1.5, each residual branch x 0.8, attention scores
+// x 0.25 instead of 1/sqrt(8), logits / 2 (GraniteScales).
+TEST(GoldenGeneration, GraniteGraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-granite", test::granite_graft(gguf::File::open(test::kStories)));
+}
+
 // YaRN on llama: factor 4 over an original context of 256, so of the
 // head's 4 pairs the first keeps its angles, the second takes half of each,
 // the last two are interpolated (ggml_rope_yarn_corr_dims: pairs 0 to 2),

@@ -325,7 +325,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, phi3, gemma2, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, phi3, granite, gemma2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
@@ -412,6 +412,32 @@ TEST(GgufModel, Gemma2KeysAndTensors) {
   EXPECT_EQ(d.swa_window, 4096);
   EXPECT_EQ(d.attn_softcap, 50.f);
   EXPECT_EQ(d.final_logit_softcap, 30.f);
+}
+
+TEST(GgufModel, GraniteScalarsAndRefusedBiases) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const File f = File::parse(llama, "tiny.gguf");
+  auto ok = test::granite_graft(f, {1.5f, 0.8f, 0.25f, 2.f});
+  EXPECT_EQ(model_error(ok), "");
+  const auto bytes = ok.serialize();
+  const File g = File::parse(bytes, "m.gguf");
+  const model::Config c = model::load_config(g);
+  EXPECT_EQ(c.embedding_scale, 1.5f);
+  EXPECT_EQ(c.residual_scale, 0.8f);
+  EXPECT_EQ(c.attn_scale(), 0.25f);
+  EXPECT_EQ(c.logit_scale, 2.f);
+  // logit_scale is required (as in llama.cpp); the others default to unused.
+  gguf::Writer bare;
+  for (const auto& [key, value] : g.metadata())
+    if (key != "granite.logit_scale") bare.copy_value(key, value);
+  EXPECT_EQ(model_error(bare), "m.gguf: missing required key 'granite.logit_scale'");
+  auto negative = test::granite_graft(f, {1.5f, -0.8f, 0.25f, 2.f});
+  EXPECT_EQ(model_error(negative), "m.gguf: key 'granite.residual_scale' must be in [0, 1e6)");
+  // A bias the forward pass has no place for would be ignored: refused.
+  auto biased = test::tiny_llama({});
+  std::vector<uint8_t> zeros(64 * 4, 0);
+  biased.add_tensor("blk.0.ffn_down.bias", {64}, tensor::DType::F32, zeros);
+  EXPECT_EQ(model_error(biased), "m.gguf: tensor 'blk.0.ffn_down.bias' is not supported (kvlab's llama has no bias there)");
 }
 
 TEST(GgufModel, Gemma3KeysAndTensors) {
