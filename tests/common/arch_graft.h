@@ -133,6 +133,14 @@ inline void add_f32(gguf::Writer& w, const std::string& name, const std::vector<
   w.add_tensor(name, {v.size()}, tensor::DType::F32, {reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4});
 }
 
+// The llama model as it is, under `arch`'s name and keys.
+inline gguf::Writer renamed(const gguf::File& llama, const std::string& arch) {
+  gguf::Writer w;
+  copy_metadata(llama, arch, w);
+  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  return w;
+}
+
 // n values a·sin(1.7i + 0.3(layer+1)) + b: fixed, different per layer.
 inline std::vector<float> wave(size_t n, int layer, float a, float b) {
   std::vector<float> v(n);
@@ -170,10 +178,7 @@ inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool 
 
 inline gguf::Writer smollm3_graft(const gguf::File& llama) {
   graft_detail::head_dim_of(llama);  // a llama model
-  gguf::Writer w;
-  graft_detail::copy_metadata(llama, "smollm3", w);
-  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
-  return w;
+  return graft_detail::renamed(llama, "smollm3");
 }
 
 inline gguf::Writer qwen3_graft(const gguf::File& llama) {
@@ -305,9 +310,7 @@ inline std::vector<float> llama3_rope_divisors(size_t rope_dim, float theta, con
 
 // With the given divisors, whatever their count or values (tests of the checks).
 inline gguf::Writer llama3_graft(const gguf::File& llama, const std::vector<float>& divisors) {
-  gguf::Writer w;
-  graft_detail::copy_metadata(llama, "llama", w);
-  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  gguf::Writer w = graft_detail::renamed(llama, "llama");
   graft_detail::add_f32(w, "rope_freqs.weight", divisors);
   return w;
 }
@@ -318,23 +321,19 @@ inline gguf::Writer llama3_graft(const gguf::File& llama, const Llama3Scaling& s
 }
 
 inline gguf::Writer granite_graft(const gguf::File& llama, const GraniteScales& s = {}) {
-  gguf::Writer w;
-  graft_detail::copy_metadata(llama, "granite", w);
+  gguf::Writer w = graft_detail::renamed(llama, "granite");
   w.set_f32("granite.embedding_scale", s.embedding);
   w.set_f32("granite.residual_scale", s.residual);
   w.set_f32("granite.attention.scale", s.attention);
   w.set_f32("granite.logit_scale", s.logit);
-  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
   return w;
 }
 
 inline gguf::Writer yarn_graft(const gguf::File& llama, const YarnScaling& y = {}) {
-  gguf::Writer w;
-  graft_detail::copy_metadata(llama, "llama", w);
+  gguf::Writer w = graft_detail::renamed(llama, "llama");
   w.set_string("llama.rope.scaling.type", "yarn");
   w.set_f32("llama.rope.scaling.factor", y.factor);
   w.set_u32("llama.rope.scaling.original_context_length", uint32_t(y.original_context));
-  for (const gguf::TensorInfo& t : llama.tensors()) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
   return w;
 }
 
