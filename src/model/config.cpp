@@ -50,6 +50,8 @@ struct ArchSpec {
 // embeddings times embedding_scale, each block's output times residual_scale
 // before its residual add, attention.scale in place of 1/sqrt(head_dim), and
 // the logits divided by logit_scale (llama.cpp: LLM_ARCH_GRANITE).
+// gemma (Gemma 1) is the gemma family's common part: NEOX RoPE, embeddings
+// scaled by sqrt(n_embd), GeGLU, no window, norms or caps (LLM_ARCH_GEMMA).
 // gemma2 is gemma3 without QK-norm, with one local layer for each global one
 // (pattern 2), one RoPE base for both, and soft-capped attention scores
 // (llama.cpp: LLM_ARCH_GEMMA2).
@@ -62,6 +64,7 @@ constexpr std::array kArchs = {
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
     ArchSpec{.name = "phi3", .rope_order = RopeOrder::NeoX, .fused_gate_up = true},
     ArchSpec{.name = "granite", .granite_scales = true},
+    ArchSpec{.name = "gemma", .rope_order = RopeOrder::NeoX, .scale_embeddings = true, .ffn_act = FfnAct::GeluTanh},
     ArchSpec{.name = "gemma2",
              .rope_order = RopeOrder::NeoX,
              .post_norms = true,

@@ -42,9 +42,11 @@
 //  - granite_graft is stories260K under granite's name with its four
 //    scalars (GraniteScales): scaled embeddings, residual branches,
 //    attention scores and logits. Another network than the llama model.
+//  - gemma_graft (Gemma 1) is the gemma grafts' shared part: NeoX rows,
+//    embeddings divided by sqrt(n_embd) and tied to the output, GeGLU.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,granite,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,granite,gemma,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -193,11 +195,12 @@ inline gguf::Writer qwen3_graft(const gguf::File& llama) {
 
 namespace graft_detail {
 
-// What the gemma grafts share: NeoX Q/K rows, embeddings divided by
-// sqrt(n_embd), post-norm weights near 1 and a sliding window; gemma3's adds
-// QK-norm weights and a copy of the last layer as its global one, and
-// gemma2's drops output.weight (llama.cpp ties gemma2's output to the
-// embeddings and refuses a file that has one).
+// What the gemma grafts share: NeoX Q/K rows and embeddings divided by
+// sqrt(n_embd); gemma2's and gemma3's add post-norm weights near 1 and a
+// sliding window (window > 0); gemma3's adds QK-norm weights and a copy of
+// the last layer as its global one; gemma's and gemma2's drop output.weight
+// (llama.cpp ties their output to the embeddings and refuses a file that
+// has one).
 inline gguf::Writer gemma_graft(const gguf::File& llama, const std::string& arch, int window, bool gemma3) {
   const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
   const int64_t layers = gemma3 ? n_layer + 1 : n_layer;
@@ -205,7 +208,7 @@ inline gguf::Writer gemma_graft(const gguf::File& llama, const std::string& arch
   gguf::Writer w;
   copy_metadata(llama, arch, w, {arch + ".block_count"});
   w.set_u32(arch + ".block_count", uint32_t(layers));
-  w.set_u32(arch + ".attention.sliding_window", uint32_t(window));
+  if (window > 0) w.set_u32(arch + ".attention.sliding_window", uint32_t(window));
   const std::string last = "blk." + std::to_string(n_layer - 1) + ".";
   for (const gguf::TensorInfo& t : llama.tensors()) {
     if (!gemma3 && t.name == "output.weight") continue;
@@ -221,7 +224,7 @@ inline gguf::Writer gemma_graft(const gguf::File& llama, const std::string& arch
     if (gemma3 && t.name.rfind(last, 0) == 0)  // the copy that becomes the global layer
       w.add_tensor("blk." + std::to_string(n_layer) + "." + t.name.substr(last.size()), t.dims, t.dtype, bytes);
   }
-  for (int i = 0; i < layers; ++i) {
+  for (int i = 0; i < layers && window > 0; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     if (gemma3) add_qk_norms(w, i, head_dim);
     add_f32(w, p + "post_attention_norm.weight", wave(n_embd, i + 13, 0.1f, 1.f));
@@ -235,6 +238,9 @@ inline gguf::Writer gemma_graft(const gguf::File& llama, const std::string& arch
 inline gguf::Writer gemma3_graft(const gguf::File& llama, int window) {
   return graft_detail::gemma_graft(llama, "gemma3", window, true);
 }
+
+// Gemma 1: the shared part alone (no window, no post-norms).
+inline gguf::Writer gemma_graft(const gguf::File& llama) { return graft_detail::gemma_graft(llama, "gemma", 0, false); }
 
 inline gguf::Writer gemma2_graft(const gguf::File& llama, int window, const Gemma2SoftCaps& caps = {}) {
   gguf::Writer w = graft_detail::gemma_graft(llama, "gemma2", window, false);

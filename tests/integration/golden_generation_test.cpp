@@ -264,6 +264,21 @@ TEST(GoldenGeneration, YarnGraftMatchesLlamaCppExactly) {
   check_graft("stories260K-yarn", graft);
 }
 
+// gemma (Gemma 1): NeoX RoPE, embeddings scaled by sqrt(n_embd) and tied
+// to the output, GeGLU; none of gemma2's norms, windows or caps. The output
+// is the graft's embeddings, divided by 8, so its logits are 8 times
+// smaller than the other grafts' and its margins too: two steps in 512 are
+// ties under 6e-3 that llama.cpp's f16-table GELU (README) decides the other
+// way.
+TEST(GoldenGeneration, GemmaGraftMatchesLlamaCpp) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("stories260K-gemma.gguf");
+  test::gemma_graft(gguf::File::open(test::kStories)).write(path);
+  const auto st = check_fixture("stories260K-gemma.generate.json", path, 1e-2, 2e-2);
+  EXPECT_EQ(st.agreed + st.exempt, st.steps);
+  EXPECT_LE(st.exempt, 2);
+}
+
 // gemma2: post-norms, GeGLU, scaled embeddings, a sliding window of 24
 // positions in every other layer, and soft caps on the attention scores
 // (2.5) and on the logits (5). Capped logits crowd the graft's top tokens:
