@@ -118,10 +118,10 @@ struct Pass {
   // text an "upper" letter is any letter but a-z and a "lower" one any
   // letter but A-Z (letters outside ASCII are both; marks are neither):
   //   P?U*L+C? | P?U+L*C?    P = [^\r\n\p{L}\p{N}], C = (?i:'s|'t|'re|'ve|'m|'ll|'d)
-  // Returns the end of the match, or pos.
+  // (Tekken's pattern has no C). Returns the end of the match, or pos.
   bool upper(size_t i) const { return letter(i) && !(cps[i] >= 'a' && cps[i] <= 'z'); }
   bool lower(size_t i) const { return letter(i) && !(cps[i] >= 'A' && cps[i] <= 'Z'); }
-  size_t cased_word(size_t pos) const {
+  size_t cased_word(size_t pos, bool contractions) const {
     const size_t q = pos + (!line_break(pos) && !letter(pos) && !number(pos) ? 1 : 0);
     size_t u = q;
     while (upper(u)) ++u;
@@ -135,16 +135,16 @@ struct Pass {
         break;
       }
     if (end == q) return pos;
-    return end + contraction(end, true);
+    return contractions ? end + contraction(end, true) : end;
   }
 
-  // Llama 3's pattern, and GPT-4o's (`cased`):
+  // Llama 3's pattern, and GPT-4o's and Tekken's (`cased`):
   //   <letter alternatives> | \p{N}{1,K} | ?[^\s\p{L}\p{N}]+[\r\n]*  (GPT-4o: [\r\n/]*)
   //   | \s*[\r\n]+ | \s+(?!\S) | \s+
-  void llama3(int max_digits, bool cased) {
+  void llama3(int max_digits, bool cased, bool contractions = true) {
     size_t pos = b;
     while (pos < e) {
-      if (const size_t end = cased ? cased_word(pos) : llama3_word(pos); end > pos) {
+      if (const size_t end = cased ? cased_word(pos, contractions) : llama3_word(pos); end > pos) {
         cut(pos = end);
         continue;
       }
@@ -243,7 +243,7 @@ std::vector<size_t> PreTokenizer::split(const std::vector<uint32_t>& cpts) const
           pass.llama3(max_digits, false);
           break;
         case SplitStep::Gpt4o:
-          pass.llama3(max_digits, true);
+          pass.llama3(max_digits, true, cased_contractions);
           break;
         case SplitStep::NumberEach:
           pass.class_split([&](size_t i) { return is_number(fl[i]); }, 1, 1);
@@ -311,17 +311,22 @@ PreTokenizer make_pretokenizer(std::string_view pre) {
     p.steps = {SplitStep::Llama3};
   } else if (one_of(pre, kGpt4oNames)) {
     p.steps = {SplitStep::Gpt4o};
+  } else if (pre == "tekken") {  // Mistral's: GPT-4o's words without contractions, digits one by one
+    p.steps = {SplitStep::Gpt4o};
+    p.max_digits = 1;
+    p.cased_contractions = false;
+    p.ignore_merges = true;
   } else if (one_of(pre, kQwen2Names)) {
     p.steps = {SplitStep::Llama3};
     p.max_digits = 1;
   } else {
     throw Error(
         "unknown BPE pre-tokenizer '" + std::string(pre) +
-        "' (tokenizer.ggml.pre); supported: default, gpt2, smollm, llama3/llama-bpe, qwen2, gpt-4o, falcon and aliases");
+        "' (tokenizer.ggml.pre); supported: default, gpt2, smollm, llama3/llama-bpe, qwen2, gpt-4o, tekken, falcon and aliases");
   }
   return p;
 }
 
-bool pre_default_add_bos(std::string_view pre) { return one_of(pre, kLlama3Names); }
+bool pre_default_add_bos(std::string_view pre) { return one_of(pre, kLlama3Names) || pre == "tekken"; }
 
 }  // namespace kvlab::tokenizer

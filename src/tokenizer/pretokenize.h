@@ -21,6 +21,7 @@ enum class SplitStep : uint8_t {
   //   |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
   // (GPT-4o, Llama 4), in the form llama.cpp runs: the letter classes
   // rewritten as "a letter but a-z" and "a letter but A-Z", without \p{M}.
+  // Tekken (Mistral) is the same without the contractions and with \p{N}.
   Gpt4o,
   NumberEach,    // \p{N}         : every number code point alone
   NumberRun,     // \p{N}+
@@ -31,7 +32,8 @@ enum class SplitStep : uint8_t {
 
 struct PreTokenizer {
   std::vector<SplitStep> steps;
-  int max_digits = 3;          // K of the Llama3 and Gpt4o steps (1 for Qwen2)
+  int max_digits = 3;          // K of the Llama3 and Gpt4o steps (1 for Qwen2 and Tekken)
+  bool cased_contractions = true;  // the Gpt4o step's words take 's, 're, ... (not Tekken's)
   bool ignore_merges = false;  // a word that is itself a token skips merging (llama3)
 
   // Split `cpts` into words; returns the length of each word in code points

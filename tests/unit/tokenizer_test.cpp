@@ -184,6 +184,16 @@ TEST(TokenizerPretokenize, Gpt4oCasedWords) {
   EXPECT_EQ(split("gpt-4o", "x.y/\n\n  z"), (Words{"x", ".y", "/\n\n", " ", " z"}));
 }
 
+// Tekken (Mistral): GPT-4o's cased words without the contraction suffix,
+// digits one by one (checked as the GPT-4o cases are).
+TEST(TokenizerPretokenize, TekkenCasedWordsWithoutContractions) {
+  EXPECT_EQ(split("tekken", "it's 12345 DON'T"), (Words{"it", "'s", " ", "1", "2", "3", "4", "5", " DON", "'T"}));
+  EXPECT_EQ(split("tekken", "getUserName x/\n"), (Words{"get", "User", "Name", " x", "/\n"}));
+  // llama.cpp's other Tekken settings: whole-token words skip merging, BOS by default.
+  EXPECT_TRUE(make_pretokenizer("tekken").ignore_merges);
+  EXPECT_TRUE(pre_default_add_bos("tekken"));
+}
+
 TEST(TokenizerPretokenize, DefaultPipeline) {
   EXPECT_EQ(split("default", "a+b=3000!"), (Words{"a", "+", "b", "=", "300", "0", "!"}));
 }
