@@ -23,6 +23,10 @@ struct ArchSpec {
   FfnAct ffn_act = FfnAct::SiLU;
   bool fused_gate_up = false;
   bool granite_scales = false;  // {arch}.embedding_scale, residual_scale, attention.scale, logit_scale
+  // {arch}.rope.scaling.yarn_beta_fast/_slow/_log_multiplier and
+  // attention.temperature_scale (the other architectures' files may carry
+  // them, and llama.cpp ignores them there)
+  bool yarn_keys = false;
   int swa_pattern = 0;
   bool swa_rope_base_is_global = false;  // local layers use rope.freq_base too, not 10000
   int no_rope_step = 0;  // every no_rope_step-th layer applies no RoPE (NoPE)
@@ -52,6 +56,9 @@ struct ArchSpec {
 // the logits divided by logit_scale (llama.cpp: LLM_ARCH_GRANITE).
 // gemma (Gemma 1) is the gemma family's common part: NEOX RoPE, embeddings
 // scaled by sqrt(n_embd), GeGLU, no window, norms or caps (LLM_ARCH_GEMMA).
+// mistral3 (Ministral 3) is llama with YaRN parameters in the file and
+// Llama 4's attention temperature: queries scaled up with the position
+// (Config::attn_temperature; LLM_ARCH_MISTRAL3).
 // gemma2 is gemma3 without QK-norm, with one local layer for each global one
 // (pattern 2), one RoPE base for both, and soft-capped attention scores
 // (llama.cpp: LLM_ARCH_GEMMA2).
@@ -64,6 +71,7 @@ constexpr std::array kArchs = {
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
     ArchSpec{.name = "phi3", .rope_order = RopeOrder::NeoX, .fused_gate_up = true},
     ArchSpec{.name = "granite", .granite_scales = true},
+    ArchSpec{.name = "mistral3", .yarn_keys = true},
     ArchSpec{.name = "gemma", .rope_order = RopeOrder::NeoX, .scale_embeddings = true, .ffn_act = FfnAct::GeluTanh},
     ArchSpec{.name = "gemma2",
              .rope_order = RopeOrder::NeoX,
@@ -99,12 +107,12 @@ int positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max
 // {arch}.rope.scaling.*, as llama.cpp reads them: the factor applies unless
 // the type is "none" (a file without a type is linear), "longrope" scales
 // as linear does (Phi-3's factors are tensors: weights.h), and "yarn" adds
-// the ramp between the pairs that wrap fewer than beta_slow = 1 and more
-// than beta_fast = 32 times in the original context (llama.cpp's defaults
-// for these architectures; ggml_rope_yarn_corr_dims):
+// the ramp between the pairs that wrap fewer than beta_slow and more than
+// beta_fast times in the original context (1 and 32 unless the
+// architecture reads them from the file; ggml_rope_yarn_corr_dims):
 //   dim(beta) = rope_dim * ln(n_orig / (2 pi beta)) / (2 ln theta),
-//   ramp = [max(0, floor(dim(32))), min(rope_dim - 1, ceil(dim(1)))].
-void read_rope_scaling(const gguf::File& f, const std::string& p, Config& c) {
+//   ramp = [max(0, floor(dim(beta_fast))), min(rope_dim - 1, ceil(dim(beta_slow)))].
+void read_rope_scaling(const gguf::File& f, const std::string& p, const ArchSpec& spec, Config& c) {
   const std::string orig = p + "rope.scaling.original_context_length";
   c.rope_orig_ctx = f.get_int(orig) ? positive(f, orig, *f.get_int(orig), 1 << 24) : c.n_ctx_train;
   c.rope_attn_factor = float(f.get_float(p + "rope.scaling.attn_factor").value_or(1.0));
@@ -121,11 +129,36 @@ void read_rope_scaling(const gguf::File& f, const std::string& p, Config& c) {
   }
   if (type != "yarn") return;
   c.rope_yarn = true;
+  float beta_fast = 32.0f, beta_slow = 1.0f, log_mul = 0.0f;
+  if (spec.yarn_keys) {
+    beta_fast = float(f.get_float(p + "rope.scaling.yarn_beta_fast").value_or(beta_fast));
+    beta_slow = float(f.get_float(p + "rope.scaling.yarn_beta_slow").value_or(beta_slow));
+    log_mul = float(f.get_float(p + "rope.scaling.yarn_log_multiplier").value_or(0.0));
+    if (!(beta_fast > 0.f && beta_slow > 0.f && log_mul >= 0.f && log_mul < 100.f))
+      throw Error(f.path() + ": rope.scaling.yarn_beta_fast, _slow and _log_multiplier out of range");
+  }
   auto dim = [&](float beta) {
     return float(c.rope_dim) * std::log(float(c.rope_orig_ctx) / (beta * 2.0f * float(M_PI))) / (2.0f * std::log(c.rope_theta));
   };
-  c.rope_yarn_ramp[0] = std::max(0.0f, std::floor(dim(32.0f)));
-  c.rope_yarn_ramp[1] = std::min(float(c.rope_dim - 1), std::ceil(dim(1.0f)));
+  c.rope_yarn_ramp[0] = std::max(0.0f, std::floor(dim(beta_fast)));
+  c.rope_yarn_ramp[1] = std::min(float(c.rope_dim - 1), std::ceil(dim(beta_slow)));
+  // llama.cpp's cos and sin factor for YaRN (llama_context): the magnitude
+  // YaRN's paper gives, over the one the kernel then applies (so only the
+  // log-multiplier's ratio remains), times the file's attn_factor.
+  auto mscale = [](float s, float m) { return s <= 1.0f ? 1.0f : 0.1f * m * std::log(s) + 1.0f; };
+  const float factor_f = 1.0f / c.rope_freq_scale;
+  float attn = log_mul != 0.0f ? mscale(factor_f, 1.0f) / mscale(factor_f, log_mul) : mscale(factor_f, 1.0f);
+  attn *= 1.0f / (1.0f + 0.1f * std::log(factor_f));
+  c.rope_attn_factor = attn * c.rope_attn_factor;
+}
+
+// Llama 4's attention temperature where the architecture reads it: 0 (none)
+// or a positive scale, over the original context (attn_temperature).
+void read_attn_temperature(const gguf::File& f, const std::string& p, const ArchSpec& spec, Config& c) {
+  if (!spec.yarn_keys) return;
+  c.attn_temp_scale = float(f.get_float(p + "attention.temperature_scale").value_or(0.0));
+  if (!(c.attn_temp_scale >= 0.f && c.attn_temp_scale < 100.f))
+    throw Error(f.path() + ": attention.temperature_scale must be in [0, 100)");
 }
 
 // granite's scalars: logit_scale is required (as llama.cpp requires it),
@@ -205,7 +238,8 @@ Config load_config(const gguf::File& f) {
     if (auto w = f.get_int(p + "attention.sliding_window"); w && *w > 0)
       c.swa_window = positive(f, p + "attention.sliding_window", *w, 1 << 24);
   }
-  read_rope_scaling(f, p, c);
+  read_rope_scaling(f, p, *spec, c);
+  read_attn_temperature(f, p, *spec, c);
   c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(spec->default_final_softcap));
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
   c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(spec->default_attn_softcap));

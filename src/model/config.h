@@ -52,8 +52,9 @@ struct Config {
   float rope_freq_scale = 1.f;     // global layers' positions are multiplied by this
                                    // (1 / {arch}.rope.scaling.factor: linear scaling, YaRN's
                                    // interpolated pairs)
-  float rope_attn_factor = 1.f;    // {arch}.rope.scaling.attn_factor: every RoPE cos and sin
-                                   // times this (kernels::RopeScaling)
+  float rope_attn_factor = 1.f;    // every RoPE cos and sin times this (kernels::RopeScaling):
+                                   // {arch}.rope.scaling.attn_factor, for YaRN with llama.cpp's
+                                   // magnitude terms (config.cpp)
   int rope_orig_ctx = 0;           // {arch}.rope.scaling.original_context_length, else
                                    // context_length: longer contexts take LongRoPE's long factors
   // rope.scaling.type "yarn": the global layers' pairs from rope_yarn_ramp[0]
@@ -66,6 +67,7 @@ struct Config {
   // attention_scale instead of attn_scale()'s rule, logits / logit_scale.
   float embedding_scale = 0.f, residual_scale = 0.f, attention_scale = 0.f, logit_scale = 0.f;
   float attn_softcap = 0.f;  // {arch}.attn_logit_softcapping: scores = c·tanh(scores/c) (gemma2)
+  float attn_temp_scale = 0.f;  // mistral3: {arch}.attention.temperature_scale (attn_temperature)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
@@ -78,6 +80,12 @@ struct Config {
     if (attention_scale != 0.f) return attention_scale;
     const bool by_width = (arch == "gemma2" && n_layer == 46) || (arch == "gemma3" && n_layer == 62);
     return 1.0f / std::sqrt(float(by_width ? n_embd / n_head : head_dim));
+  }
+  // Llama 4's attention temperature (mistral3), which llama.cpp computes in
+  // double: queries at `pos` times log(floor(pos / n_orig) + 1) * scale + 1.
+  float attn_temperature(int pos) const {
+    const double steps = std::floor(float(pos) / float(rope_orig_ctx));
+    return float(std::log(steps + 1.0) * double(attn_temp_scale) + 1.0);
   }
   bool uses_rope(int layer) const { return no_rope_step == 0 || (layer + 1) % no_rope_step != 0; }
   // A local (sliding-window) layer: all but every swa_pattern-th one.
@@ -103,7 +111,7 @@ namespace kvlab::model {
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, smollm3, qwen2, qwen3, phi3, granite, gemma, gemma2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, smollm3, qwen2, qwen3, phi3, granite, mistral3, gemma, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

@@ -87,8 +87,8 @@ void Model::attention_block(const LayerWeights& l, int layer, std::span<const Ba
   clock.mark(Stage::Residual);
 }
 
-// Biases (qwen2), RoPE on every query and key head, then append K and V to
-// the cache.
+// Biases (qwen2), RoPE on every query and key head (and mistral3's
+// attention temperature on the queries), then append K and V to the cache.
 void Model::rope_and_store(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
                            Workspace& ws, kernels::ThreadPool& pool) const {
   const Config& c = cfg_;
@@ -114,6 +114,10 @@ void Model::rope_and_store(const LayerWeights& l, int layer, std::span<const Bat
       const float* cs = &(c.is_swa(layer) ? ws.rope_swa : ws.rope)[t * size_t(c.rope_dim)];
       for (int h = 0; h < c.n_head; ++h) kernels::rope(&ws.q[t * qd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
       for (int h = 0; h < c.n_head_kv; ++h) kernels::rope(&ws.k[t * kvd + size_t(h) * hd], size_t(c.rope_dim), cs, neox);
+    }
+    if (c.attn_temp_scale != 0.f) {
+      const float s = c.attn_temperature(batch[t].pos);
+      for (size_t i = 0; i < qd; ++i) ws.q[t * qd + i] *= s;
     }
     const BatchEntry& e = batch[t];
     for (int h = 0; h < c.n_head_kv; ++h) {

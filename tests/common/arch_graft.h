@@ -44,9 +44,13 @@
 //    attention scores and logits. Another network than the llama model.
 //  - gemma_graft (Gemma 1) is the gemma grafts' shared part: NeoX rows,
 //    embeddings divided by sqrt(n_embd) and tied to the output, GeGLU.
+//  - mistral3_graft is stories260K under mistral3's name with YaRN
+//    parameters of its own (betas, log multiplier) and Llama 4's attention
+//    temperature over an original context of 64 positions, so the test
+//    positions scale the queries by up to 1 + 0.1 ln 8.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,granite,gemma,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,granite,mistral3,gemma,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -89,6 +93,13 @@ struct YarnScaling {
 // 8; these keep the small model's activations in range).
 struct GraniteScales {
   float embedding = 1.5f, residual = 0.8f, attention = 0.25f, logit = 2.f;
+};
+
+// Ministral 3's rope_parameters in kind (its own: factor 16 over 16384,
+// betas 32 and 1, log multiplier 1, temperature 0.1), scaled to the graft.
+struct Mistral3Scaling {
+  float factor = 4.f, beta_fast = 16.f, beta_slow = 2.f, log_multiplier = 0.5f, temperature = 0.1f;
+  int original_context = 64;
 };
 
 namespace graft_detail {
@@ -332,6 +343,18 @@ inline gguf::Writer granite_graft(const gguf::File& llama, const GraniteScales& 
   w.set_f32("granite.residual_scale", s.residual);
   w.set_f32("granite.attention.scale", s.attention);
   w.set_f32("granite.logit_scale", s.logit);
+  return w;
+}
+
+inline gguf::Writer mistral3_graft(const gguf::File& llama, const Mistral3Scaling& m = {}) {
+  gguf::Writer w = graft_detail::renamed(llama, "mistral3");
+  w.set_string("mistral3.rope.scaling.type", "yarn");
+  w.set_f32("mistral3.rope.scaling.factor", m.factor);
+  w.set_u32("mistral3.rope.scaling.original_context_length", uint32_t(m.original_context));
+  w.set_f32("mistral3.rope.scaling.yarn_beta_fast", m.beta_fast);
+  w.set_f32("mistral3.rope.scaling.yarn_beta_slow", m.beta_slow);
+  w.set_f32("mistral3.rope.scaling.yarn_log_multiplier", m.log_multiplier);
+  w.set_f32("mistral3.attention.temperature_scale", m.temperature);
   return w;
 }
 

@@ -249,6 +249,20 @@ TEST(GoldenGeneration, GraniteGraftMatchesLlamaCppExactly) {
   check_graft("stories260K-granite", test::granite_graft(gguf::File::open(test::kStories)));
 }
 
+// mistral3: YaRN with the file's betas (16 and 2: pair 0 kept, pairs 1-3
+// interpolated) and log multiplier (0.5), and Llama 4's attention
+// temperature over 64 positions.
+TEST(GoldenGeneration, Mistral3GraftMatchesLlamaCppExactly) {
+  const auto graft = test::mistral3_graft(gguf::File::open(test::kStories));
+  const auto bytes = graft.serialize();
+  const model::Config c = model::load_config(gguf::File::parse(bytes, "mistral3.gguf"));
+  EXPECT_EQ(c.rope_yarn_ramp[0], 0.f);
+  EXPECT_EQ(c.rope_yarn_ramp[1], 1.f);
+  EXPECT_EQ(c.attn_temperature(63), 1.f);
+  EXPECT_FLOAT_EQ(c.attn_temperature(64), 1.f + 0.1f * std::log(2.f));
+  check_graft("stories260K-mistral3", graft);
+}
+
 // YaRN on llama: factor 4 over an original context of 256, so of the
 // head's 4 pairs the first keeps its angles, the second takes half of each,
 // the last two are interpolated (ggml_rope_yarn_corr_dims: pairs 0 to 2),

@@ -1,4 +1,4 @@
-// Writes a smollm3, qwen2, qwen3, phi3, granite, gemma, gemma2, gemma3, llama3 or yarn graft of a llama GGUF (tests/common/arch_graft.h),
+// Writes a smollm3, qwen2, qwen3, phi3, granite, mistral3, gemma, gemma2, gemma3, llama3 or yarn graft of a llama GGUF (tests/common/arch_graft.h),
 // for tests/golden/gen_golden.py to run through llama.cpp:
 //
 //   build/tests/kvlab_arch_graft smollm3 tests/models/stories260K.gguf OUT.gguf
@@ -6,6 +6,7 @@
 //   build/tests/kvlab_arch_graft qwen3 tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft phi3 tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft granite tests/models/stories260K.gguf OUT.gguf
+//   build/tests/kvlab_arch_graft mistral3 tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft gemma tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft gemma2 tests/models/stories260K.gguf OUT.gguf
 //   build/tests/kvlab_arch_graft gemma3 tests/models/stories260K.gguf OUT.gguf
@@ -19,9 +20,9 @@
 
 int main(int argc, char** argv) {
   const std::string arch = argc == 4 ? argv[1] : "";
-  if (arch != "smollm3" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "granite" && arch != "gemma" && arch != "gemma2" &&
+  if (arch != "smollm3" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "granite" && arch != "mistral3" && arch != "gemma" && arch != "gemma2" &&
       arch != "gemma3" && arch != "llama3" && arch != "yarn") {
-    std::fprintf(stderr, "usage: kvlab_arch_graft smollm3|qwen2|qwen3|phi3|granite|gemma|gemma2|gemma3|llama3|yarn LLAMA.gguf OUT.gguf\n");
+    std::fprintf(stderr, "usage: kvlab_arch_graft smollm3|qwen2|qwen3|phi3|granite|mistral3|gemma|gemma2|gemma3|llama3|yarn LLAMA.gguf OUT.gguf\n");
     return 2;
   }
   try {
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
     else if (arch == "qwen3") kvlab::test::qwen3_graft(llama).write(argv[3]);
     else if (arch == "phi3") kvlab::test::phi3_graft(llama).write(argv[3]);
     else if (arch == "granite") kvlab::test::granite_graft(llama).write(argv[3]);
+    else if (arch == "mistral3") kvlab::test::mistral3_graft(llama).write(argv[3]);
     else if (arch == "gemma") kvlab::test::gemma_graft(llama).write(argv[3]);
     else if (arch == "gemma2") kvlab::test::gemma2_graft(llama, kvlab::test::kGemma2GraftWindow).write(argv[3]);
     else if (arch == "gemma3") kvlab::test::gemma3_graft(llama, kvlab::test::kGemma3GraftWindow).write(argv[3]);

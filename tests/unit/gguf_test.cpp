@@ -325,7 +325,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, phi3, granite, gemma, gemma2, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, phi3, granite, mistral3, gemma, gemma2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
