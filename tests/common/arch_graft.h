@@ -146,6 +146,13 @@ inline void add_f32(gguf::Writer& w, const std::string& name, const std::vector<
   w.add_tensor(name, {v.size()}, tensor::DType::F32, {reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4});
 }
 
+// YaRN scaling declared under `arch`'s keys.
+inline void set_yarn(gguf::Writer& w, const std::string& arch, float factor, int original_context) {
+  w.set_string(arch + ".rope.scaling.type", "yarn");
+  w.set_f32(arch + ".rope.scaling.factor", factor);
+  w.set_u32(arch + ".rope.scaling.original_context_length", uint32_t(original_context));
+}
+
 // The llama model as it is, under `arch`'s name and keys.
 inline gguf::Writer renamed(const gguf::File& llama, const std::string& arch) {
   gguf::Writer w;
@@ -348,9 +355,7 @@ inline gguf::Writer granite_graft(const gguf::File& llama, const GraniteScales& 
 
 inline gguf::Writer mistral3_graft(const gguf::File& llama, const Mistral3Scaling& m = {}) {
   gguf::Writer w = graft_detail::renamed(llama, "mistral3");
-  w.set_string("mistral3.rope.scaling.type", "yarn");
-  w.set_f32("mistral3.rope.scaling.factor", m.factor);
-  w.set_u32("mistral3.rope.scaling.original_context_length", uint32_t(m.original_context));
+  graft_detail::set_yarn(w, "mistral3", m.factor, m.original_context);
   w.set_f32("mistral3.rope.scaling.yarn_beta_fast", m.beta_fast);
   w.set_f32("mistral3.rope.scaling.yarn_beta_slow", m.beta_slow);
   w.set_f32("mistral3.rope.scaling.yarn_log_multiplier", m.log_multiplier);
@@ -360,9 +365,7 @@ inline gguf::Writer mistral3_graft(const gguf::File& llama, const Mistral3Scalin
 
 inline gguf::Writer yarn_graft(const gguf::File& llama, const YarnScaling& y = {}) {
   gguf::Writer w = graft_detail::renamed(llama, "llama");
-  w.set_string("llama.rope.scaling.type", "yarn");
-  w.set_f32("llama.rope.scaling.factor", y.factor);
-  w.set_u32("llama.rope.scaling.original_context_length", uint32_t(y.original_context));
+  graft_detail::set_yarn(w, "llama", y.factor, y.original_context);
   return w;
 }
 
