@@ -125,6 +125,18 @@ TEST(KvCacheEquivalence, Qwen2Graft64Tokens) {
   for (int threads : {1, 2}) EXPECT_EQ(lockstep(*m, ids, 64, tensor::DType::F16, threads).tokens.size(), 64u);
 }
 
+// mistral3: the queries' attention temperature depends on each token's
+// position (a step past 64 positions), which a cached step and a
+// recomputation must give alike; and YaRN's blended angles.
+TEST(KvCacheEquivalence, Mistral3Graft96Tokens) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("stories260K-mistral3.gguf");
+  test::mistral3_graft(gguf::File::open(test::kStories)).write(path);
+  const auto m = model::Model::load(path);
+  const auto ids = test::load_model(test::kStories).tok->encode("Once upon a time", true, true);
+  EXPECT_EQ(lockstep(*m, ids, 96, tensor::DType::F16, 2).tokens.size(), 96u);
+}
+
 // gemma3: sliding-window layers read only the last 24 cached positions, and
 // recomputation must see the same window (69 positions here).
 // The gemma3 graft of stories260K (tests/common/arch_graft.h), loaded.
