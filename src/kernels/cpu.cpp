@@ -21,6 +21,10 @@ uint64_t xgetbv0() {
   return (uint64_t(edx) << 32) | eax;
 }
 
+// CPUID.(EAX=7, ECX=0):EDX bits 24 and 25 (Intel SDM vol. 2A, CPUID).
+// Spelled out: clang's cpuid.h has no bit_AMX_TILE / bit_AMX_INT8.
+constexpr unsigned kCpuidAmxTile = 1u << 24, kCpuidAmxInt8 = 1u << 25;
+
 // Linux's per-process permission for the AMX tile data (arch/x86 prctl
 // ARCH_REQ_XCOMP_PERM with XFEATURE_XTILEDATA; kernel 5.16 and later).
 // Where the request fails (an older kernel, a VM without the feature), the
@@ -47,8 +51,8 @@ CpuFeatures detect() {
     f.avx512vl = zmm && (b & bit_AVX512VL);
     f.avx512dq = zmm && (b & bit_AVX512DQ);
     f.avx512vnni = zmm && (c & bit_AVX512VNNI);
-    f.amx_tile = d & bit_AMX_TILE;
-    f.amx_int8 = d & bit_AMX_INT8;
+    f.amx_tile = d & kCpuidAmxTile;
+    f.amx_int8 = d & kCpuidAmxInt8;
   }
   f.amx_os = (xcr0 & 0x60000) == 0x60000;  // XTILECFG, XTILEDATA
   f.amx_granted = f.amx_tile && f.amx_int8 && f.amx_os && f.best() >= Isa::Avx512 && request_tile_data();
