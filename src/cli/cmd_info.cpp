@@ -1,12 +1,12 @@
 // kvlab info: what a GGUF model is, what it weighs and what its KV cache costs.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/error.h"
+#include "kernels/ops.h"
 
 namespace kvlab::cli {
 namespace {
@@ -56,8 +56,10 @@ void info(const InfoOptions& o) {
   if (!w.rope_long.empty()) std::printf(", LongRoPE above %d positions", c.rope_orig_ctx);
   divisors(w.rope_short, "short factors");
   divisors(w.rope_long, "long factors");
-  // YaRN's kernel multiplies by 1 + 0.1 ln(1 / freq_scale) on top (kernels::RopeScaling).
-  const float magnitude = c.rope_attn_factor * (c.rope_yarn ? 1.0f + 0.1f * std::log(1.0f / c.rope_freq_scale) : 1.0f);
+  const float magnitude = kernels::RopeScaling{.freq_scale = c.rope_freq_scale,
+                                               .attn_factor = c.rope_attn_factor,
+                                               .ext_factor = c.rope_yarn ? 1.f : 0.f}
+                              .magnitude();
   if (magnitude != 1.f) std::printf(", cos and sin x %g", double(magnitude));
   if (c.attn_temp_scale != 0.f)
     std::printf(", queries x (1 + %g ln(floor(pos / %d) + 1))", double(c.attn_temp_scale), c.rope_orig_ctx);

@@ -19,16 +19,15 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
 
 void rope_table(int pos, size_t rope_dim, float theta, float* cos_sin, const RopeScaling& s) {
   const float step = std::pow(theta, -2.0f / float(rope_dim));
+  const float magnitude = s.magnitude(), ramp_width = std::max(0.001f, s.ramp_high - s.ramp_low);
   float angle = float(pos);
   for (size_t i = 0; i < rope_dim / 2; ++i) {
     const float unscaled = s.freq_divisors ? angle / s.freq_divisors[i] : angle;
     const float scaled = s.freq_scale * unscaled;
-    float turned = scaled, magnitude = s.attn_factor;
+    float turned = scaled;
     if (s.ext_factor != 0.0f) {
-      const float y = (float(i) - s.ramp_low) / std::max(0.001f, s.ramp_high - s.ramp_low);
-      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * s.ext_factor;
+      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, (float(i) - s.ramp_low) / ramp_width))) * s.ext_factor;
       turned = scaled * (1.0f - mix) + unscaled * mix;
-      magnitude *= 1.0f + 0.1f * std::log(1.0f / s.freq_scale);
     }
     cos_sin[2 * i] = std::cos(turned) * magnitude;
     cos_sin[2 * i + 1] = std::sin(turned) * magnitude;

@@ -4,6 +4,7 @@
 // (ops_avx2.cpp), used when the CPU has it. They are a small share of the
 // time next to matmul.
 #pragma once
+#include <cmath>
 #include <cstddef>
 
 namespace kvlab::kernels {
@@ -41,6 +42,11 @@ struct RopeScaling {
   float attn_factor = 1.0f;
   float ext_factor = 0.0f;
   float ramp_low = 0.0f, ramp_high = 0.0f;
+
+  // What every cos and sin is multiplied by.
+  float magnitude() const {
+    return ext_factor != 0.0f ? attn_factor * (1.0f + 0.1f * std::log(1.0f / freq_scale)) : attn_factor;
+  }
 };
 // Fills rope_dim/2 (cos, sin) pairs for `pos`. The angle is built by repeated
 // multiplication by theta^(-2/rope_dim) in float, as llama.cpp does, so the
