@@ -15,6 +15,8 @@ namespace {
 // What differs between architectures at the Config level. The forward pass
 // reads these flags; a new llama-like architecture is one row here plus any
 // tensors it adds (biases, extra norms) in weights.cpp.
+enum class Experts { None, Optional, Required };
+
 struct ArchSpec {
   std::string_view name;
   RopeOrder rope_order = RopeOrder::Normal;
@@ -30,6 +32,9 @@ struct ArchSpec {
   int swa_pattern = 0;
   bool swa_rope_base_is_global = false;  // local layers use rope.freq_base too, not 10000
   int no_rope_step = 0;  // every no_rope_step-th layer applies no RoPE (NoPE)
+  // Whether the FFN may be (Optional: when {arch}.expert_count > 0) or must be
+  // a mixture of experts, as llama.cpp builds it for the architecture.
+  Experts experts = Experts::None;
   // What a file without the key gets, as llama.cpp gives it.
   int default_swa_window = 0;
   float default_attn_softcap = 0.f, default_final_softcap = 0.f;
@@ -59,16 +64,20 @@ struct ArchSpec {
 // mistral3 (Ministral 3) is llama with YaRN parameters in the file and
 // Llama 4's attention temperature: queries scaled up with the position
 // (Config::attn_temperature; LLM_ARCH_MISTRAL3).
+// llama with experts is Mixtral (llama.cpp's LLM_ARCH_LLAMA with
+// expert_count > 0). qwen3moe is qwen3 with a mixture of experts in every
+// layer (LLM_ARCH_QWEN3MOE). Both normalise the picked experts' weights.
 // gemma2 is gemma3 without QK-norm, with one local layer for each global one
 // (pattern 2), one RoPE base for both, and soft-capped attention scores
 // (llama.cpp: LLM_ARCH_GEMMA2).
 // Its GGUF norm weights already hold the 1 + w of the trained model (the
 // converter adds the 1), so every RMSNorm here multiplies by the weight.
 constexpr std::array kArchs = {
-    ArchSpec{.name = "llama"},
+    ArchSpec{.name = "llama", .experts = Experts::Optional},
     ArchSpec{.name = "smollm3", .no_rope_step = 4},
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
+    ArchSpec{.name = "qwen3moe", .rope_order = RopeOrder::NeoX, .qk_norm = true, .experts = Experts::Required},
     ArchSpec{.name = "phi3", .rope_order = RopeOrder::NeoX, .fused_gate_up = true},
     ArchSpec{.name = "granite", .granite_scales = true},
     ArchSpec{.name = "mistral3", .yarn_keys = true},
@@ -152,6 +161,26 @@ void read_rope_scaling(const gguf::File& f, const std::string& p, const ArchSpec
   c.rope_attn_factor = attn * c.rope_attn_factor;
 }
 
+// {arch}.expert_count, expert_used_count and expert_feed_forward_length,
+// where the architecture has experts. An expert's width defaults as
+// llama.cpp's does: n_ff for llama (Mixtral's feed_forward_length is the
+// expert's), n_ff / n_expert_used for qwen3moe.
+void read_experts(const gguf::File& f, const std::string& p, const ArchSpec& spec, Config& c) {
+  const std::optional<int64_t> count = f.get_int(p + "expert_count");
+  if (spec.experts == Experts::None || (spec.experts == Experts::Optional && count.value_or(0) == 0)) {
+    if (f.find_tensor("blk.0.ffn_gate_inp.weight"))
+      throw Error(f.path() + ": " + c.arch + " with experts is not supported (no " + p + "expert_count)");
+    return;
+  }
+  if (!count) throw Error(f.path() + ": missing required key '" + p + "expert_count'");
+  c.n_expert = positive(f, p + "expert_count", *count, 1024);
+  const std::string used = p + "expert_used_count";
+  c.n_expert_used = positive(f, used, f.require_int(used), c.n_expert);
+  const std::string width = p + "expert_feed_forward_length";
+  const int fallback = spec.experts == Experts::Required ? c.n_ff / c.n_expert_used : c.n_ff;
+  c.n_ff_exp = f.get_int(width) ? positive(f, width, *f.get_int(width), 1 << 20) : std::max(1, fallback);
+}
+
 // Llama 4's attention temperature where the architecture reads it: 0 (none)
 // or a positive scale, over the original context (attn_temperature).
 void read_attn_temperature(const gguf::File& f, const std::string& p, const ArchSpec& spec, Config& c) {
@@ -191,6 +220,7 @@ bool apply_arch_traits(Config& c) {
   c.fused_gate_up = spec->fused_gate_up;
   c.swa_pattern = spec->swa_pattern;
   c.no_rope_step = spec->no_rope_step;
+  c.expert_weights_norm = spec->experts != Experts::None;
   if (spec->swa_rope_base_is_global) c.rope_theta_swa = c.rope_theta;
   return true;
 }
@@ -240,6 +270,7 @@ Config load_config(const gguf::File& f) {
   }
   read_rope_scaling(f, p, *spec, c);
   read_attn_temperature(f, p, *spec, c);
+  read_experts(f, p, *spec, c);
   c.final_logit_softcap = float(f.get_float(p + "final_logit_softcapping").value_or(spec->default_final_softcap));
   if (!(c.final_logit_softcap >= 0.f)) throw Error(f.path() + ": final_logit_softcapping must be >= 0");
   c.attn_softcap = float(f.get_float(p + "attn_logit_softcapping").value_or(spec->default_attn_softcap));

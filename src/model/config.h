@@ -68,6 +68,18 @@ struct Config {
   float embedding_scale = 0.f, residual_scale = 0.f, attention_scale = 0.f, logit_scale = 0.f;
   float attn_softcap = 0.f;  // {arch}.attn_logit_softcapping: scores = c·tanh(scores/c) (gemma2)
   float attn_temp_scale = 0.f;  // mistral3: {arch}.attention.temperature_scale (attn_temperature)
+  // Mixture of experts (Mixtral as llama, qwen3moe): each token's FFN is the
+  // sum of n_expert_used of the layer's n_expert FFNs, picked by the top
+  // probabilities of a softmax over the router's logits (blk.N.ffn_gate_inp)
+  // and weighted by those probabilities. 0 experts: one dense FFN of n_ff.
+  int n_expert = 0;                  // {arch}.expert_count
+  int n_expert_used = 0;             // {arch}.expert_used_count (top-k)
+  int n_ff_exp = 0;                  // each expert's hidden size: {arch}.expert_feed_forward_length
+  bool expert_weights_norm = false;  // the k picked probabilities are divided by their sum
+
+  bool is_moe() const { return n_expert > 0; }
+  // The hidden size of the FFN a token runs through (an expert's, in a MoE).
+  int ffn_width() const { return is_moe() ? n_ff_exp : n_ff; }
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
@@ -111,7 +123,7 @@ namespace kvlab::model {
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, smollm3, qwen2, qwen3, phi3, granite, mistral3, gemma, gemma2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, smollm3, qwen2, qwen3, qwen3moe, phi3, granite, mistral3, gemma, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

@@ -6,7 +6,8 @@
 //           gemma3: RMSNorm of each Q and K head before RoPE, a sliding window
 //           in local layers, and RMSNorm of the sub-layer output before the add;
 //           gemma2: gemma3's without the Q/K norms, scores soft-capped)
-//     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))   (gemma: gelu, post-norm)
+//     x += Wdown · (silu(Wgate·norm(x)) * (Wup·norm(x)))   (gemma: gelu, post-norm;
+//          a mixture of experts: the weighted sum of the router's picks' FFNs)
 //   logits = Wout · norm(x)                                (gemma: x starts as embed·sqrt(n_embd);
 //                                                           optional tanh soft-cap)
 // smollm3 rotates nothing in every fourth layer (NoPE). RoPE angles are
@@ -26,6 +27,7 @@
 #include "kernels/ops.h"
 #include "kernels/rows8.h"
 #include "kv/cache.h"
+#include "model/experts.h"
 #include "model/workspace.h"
 
 namespace kvlab::model {
@@ -186,22 +188,63 @@ void Model::add_residual(const std::vector<float>& post_norm, size_t T, Workspac
   });
 }
 
-void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool,
-                      StageClock& clock) const {
-  const Config& c = cfg_;
-  const size_t E = size_t(c.n_embd), F = size_t(c.n_ff);
-  pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
-  clock.mark(Stage::FfnNorm);
-  const kernels::MatmulOut gate_up[] = {{&l.w_gate, ws.gate.data()}, {&l.w_up, ws.up.data()}};
-  matmul(gate_up, ws.xn.data(), T, pool, ws.mm);
+// down · act(gate · in, up · in) for n rows of `in` (the dense FFN, or one
+// expert over its tokens), into `out`, which may be `in`.
+void Model::gated_ffn(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* in,
+                      size_t n, float* out, Workspace& ws, kernels::ThreadPool& pool, StageClock& clock) const {
+  const size_t F = gate.rows;
+  const kernels::MatmulOut gate_up[] = {{&gate, ws.gate.data()}, {&up, ws.up.data()}};
+  matmul(gate_up, in, n, pool, ws.mm);
   clock.mark(Stage::GateUp);
-  pool.for_each(T, [&](size_t t, int) {
-    if (c.ffn_act == FfnAct::GeluTanh) kernels::gelu_mul(&ws.gate[t * F], &ws.up[t * F], F);
+  pool.for_each(n, [&](size_t t, int) {
+    if (cfg_.ffn_act == FfnAct::GeluTanh) kernels::gelu_mul(&ws.gate[t * F], &ws.up[t * F], F);
     else kernels::silu_mul(&ws.gate[t * F], &ws.up[t * F], F);
   });
   clock.mark(Stage::Activation);
-  matmul(l.w_down, ws.gate.data(), T, ws.xn.data(), pool, ws.mm);
+  matmul(down, ws.gate.data(), n, out, pool, ws.mm);
   clock.mark(Stage::Down);
+}
+
+// A mixture of experts, as llama.cpp's build_moe_ffn builds it: the router
+// picks each token's experts (model/experts.h); each expert runs once over
+// the tokens that picked it; each pick's output times its weight, and a
+// token's picks added in pick order, replace xn. The routing and gathering
+// count as the gate and up projections' stage.
+void Model::expert_ffn(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool,
+                       StageClock& clock) const {
+  const Config& c = cfg_;
+  const size_t E = size_t(c.n_embd), K = size_t(c.n_expert_used);
+  matmul(l.router, ws.xn.data(), T, ws.router_logits.data(), pool, ws.mm);
+  for (size_t t = 0; t < T; ++t)
+    pick_experts(&ws.router_logits[t * size_t(c.n_expert)], c.n_expert, c.n_expert_used, c.expert_weights_norm,
+                 &ws.picks[t * K]);
+  ws.expert_groups.build(std::span(ws.picks.data(), T * K), c.n_expert);
+  for (int e = 0; e < c.n_expert; ++e) {
+    const std::span<const uint32_t> slots = ws.expert_groups.of(e);
+    if (slots.empty()) continue;
+    for (size_t i = 0; i < slots.size(); ++i) std::copy_n(&ws.xn[slots[i] / K * E], E, &ws.expert_in[i * E]);
+    const ExpertWeights& x = l.experts[size_t(e)];
+    gated_ffn(x.gate, x.up, x.down, ws.expert_in.data(), slots.size(), ws.expert_out.data(), ws, pool, clock);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const float w = ws.picks[slots[i]].weight;
+      for (size_t j = 0; j < E; ++j) ws.expert_sum[slots[i] * E + j] = ws.expert_out[i * E + j] * w;
+    }
+  }
+  pool.for_each(T, [&](size_t t, int) {
+    float* out = &ws.xn[t * E];
+    std::copy_n(&ws.expert_sum[t * K * E], E, out);
+    for (size_t j = 1; j < K; ++j) kernels::add(out, &ws.expert_sum[(t * K + j) * E], E);
+  });
+}
+
+void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool,
+                      StageClock& clock) const {
+  const Config& c = cfg_;
+  const size_t E = size_t(c.n_embd);
+  pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  clock.mark(Stage::FfnNorm);
+  if (c.is_moe()) expert_ffn(l, T, ws, pool, clock);
+  else gated_ffn(l.w_gate, l.w_up, l.w_down, ws.xn.data(), T, ws.xn.data(), ws, pool, clock);
   add_residual(l.ffn_post_norm, T, ws, pool);
   clock.mark(Stage::Residual);
 }

@@ -65,6 +65,10 @@ class Model {
               kernels::ThreadPool& pool) const;
   void ffn_block(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool,
                  StageClock& clock) const;
+  void gated_ffn(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* in,
+                 size_t n, float* out, Workspace& ws, kernels::ThreadPool& pool, StageClock& clock) const;
+  void expert_ffn(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool,
+                  StageClock& clock) const;
   void add_residual(const std::vector<float>& post_norm, size_t n_tokens, Workspace& ws,
                     kernels::ThreadPool& pool) const;
 

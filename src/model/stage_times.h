@@ -24,7 +24,7 @@ enum class Stage : uint8_t {
   O,           // output projection
   Residual,    // the two residual adds (and gemma3's post-norms)
   FfnNorm,     // RMSNorm before the MLP
-  GateUp,      // the gate and up projections, one matmul job
+  GateUp,      // the gate and up projections, one matmul job (MoE: and the routing)
   Activation,  // silu(gate) * up (gelu for gemma3)
   Down,        // down projection
   LmHead,      // final RMSNorm, logits (and their soft-cap)

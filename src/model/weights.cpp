@@ -31,6 +31,23 @@ WeightMatrix rows_of(const WeightMatrix& m, int first, int n) {
   return part;
 }
 
+// The n_expert matrices of a 3-D expert tensor {cols, rows, n_expert}, each
+// expert's rows contiguous.
+std::vector<WeightMatrix> expert_slices(const gguf::File& f, const std::string& name, int rows, int cols, int n) {
+  const gguf::TensorInfo& t = f.require_tensor(name, {uint64_t(cols), uint64_t(rows), uint64_t(n)});
+  kernels::dot_kernel(t.dtype);
+  std::vector<WeightMatrix> slices(static_cast<size_t>(n));
+  for (size_t e = 0; e < slices.size(); ++e) {
+    WeightMatrix& m = slices[e];
+    m.dtype = t.dtype;
+    m.rows = size_t(rows);
+    m.cols = size_t(cols);
+    m.row_bytes = t.n_bytes / (size_t(rows) * size_t(n));
+    m.data = t.data + e * m.bytes();
+  }
+  return slices;
+}
+
 std::vector<float> vector_f32(const gguf::File& f, const std::string& name, int n) {
   const gguf::TensorInfo& t = f.require_tensor(name, {uint64_t(n)});
   std::vector<float> v(static_cast<size_t>(n));
@@ -87,13 +104,31 @@ void bind_qkv(const gguf::File& f, const Config& c, const std::string& p, LayerW
   }
 }
 
+// The router and the experts of a mixture-of-experts layer.
+void bind_experts(const gguf::File& f, const Config& c, const std::string& p, LayerWeights& l) {
+  l.router = matrix(f, p + "ffn_gate_inp.weight", c.n_expert, c.n_embd);
+  const auto gate = expert_slices(f, p + "ffn_gate_exps.weight", c.n_ff_exp, c.n_embd, c.n_expert);
+  const auto up = expert_slices(f, p + "ffn_up_exps.weight", c.n_ff_exp, c.n_embd, c.n_expert);
+  const auto down = expert_slices(f, p + "ffn_down_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert);
+  for (size_t e = 0; e < gate.size(); ++e) l.experts.push_back({gate[e], up[e], down[e]});
+}
+
 }  // namespace
+
+size_t LayerWeights::gate_up_bytes(int experts_per_token) const {
+  if (experts.empty()) return w_gate.bytes() + w_up.bytes();
+  return router.bytes() + size_t(experts_per_token) * (experts.front().gate.bytes() + experts.front().up.bytes());
+}
+
+size_t LayerWeights::down_bytes(int experts_per_token) const {
+  return experts.empty() ? w_down.bytes() : size_t(experts_per_token) * experts.front().down.bytes();
+}
 
 size_t Weights::matmul_bytes() const {
   size_t b = output.bytes() + output_norm.size() * 4;
   for (const auto& l : layers)
-    b += l.wq.bytes() + l.wk.bytes() + l.wv.bytes() + l.wo.bytes() + l.w_gate.bytes() + l.w_up.bytes() +
-         l.w_down.bytes() +
+    b += l.wq.bytes() + l.wk.bytes() + l.wv.bytes() + l.wo.bytes() + l.gate_up_bytes(experts_per_token) +
+         l.down_bytes(experts_per_token) +
          (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size() + l.q_norm.size() +
           l.k_norm.size() + l.attn_post_norm.size() + l.ffn_post_norm.size()) *
              4;
@@ -111,6 +146,7 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
   w.token_embd = matrix(f, "token_embd.weight", c.n_vocab, c.n_embd);
   w.output_norm = vector_f32(f, "output_norm.weight", c.n_embd);
   w.output = c.tied_embeddings ? w.token_embd : matrix(f, "output.weight", c.n_vocab, c.n_embd);
+  w.experts_per_token = c.n_expert_used;
   w.rope_freqs = rope_divisors(f, c, "rope_freqs.weight");
   w.rope_long = rope_divisors(f, c, "rope_factors_long.weight");
   w.rope_short = rope_divisors(f, c, "rope_factors_short.weight");
@@ -130,7 +166,9 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
       l.ffn_post_norm = vector_f32(f, p + "post_ffw_norm.weight", c.n_embd);
     }
     l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.n_embd);
-    if (c.fused_gate_up) {
+    if (c.is_moe()) {
+    bind_experts(f, c, p, l);
+  } else if (c.fused_gate_up) {
       const WeightMatrix gate_up = matrix(f, p + "ffn_up.weight", 2 * c.n_ff, c.n_embd);
       l.w_gate = rows_of(gate_up, 0, c.n_ff);
       l.w_up = rows_of(gate_up, c.n_ff, c.n_ff);
@@ -138,7 +176,7 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
       l.w_gate = matrix(f, p + "ffn_gate.weight", c.n_ff, c.n_embd);
       l.w_up = matrix(f, p + "ffn_up.weight", c.n_ff, c.n_embd);
     }
-    l.w_down = matrix(f, p + "ffn_down.weight", c.n_embd, c.n_ff);
+    if (!c.is_moe()) l.w_down = matrix(f, p + "ffn_down.weight", c.n_embd, c.n_ff);
     w.layers.push_back(std::move(l));
   }
   return w;
@@ -152,8 +190,11 @@ void relayout_for_kernels(Weights& w, gguf::File& file) {
   relayout(w.token_embd);
   if (tied) w.output = w.token_embd;  // one tensor: re-laid out once
   else relayout(w.output);
-  for (auto& l : w.layers)
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) relayout(*m);
+  for (auto& l : w.layers) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) relayout(*m);
+    for (ExpertWeights& x : l.experts)
+      for (WeightMatrix* m : {&x.gate, &x.up, &x.down}) relayout(*m);
+  }
 }
 
 }  // namespace kvlab::model

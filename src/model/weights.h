@@ -13,6 +13,14 @@ namespace kvlab::model {
 
 using kernels::WeightMatrix;
 
+// One expert of a mixture-of-experts layer: a gated FFN of n_ff_exp, a
+// slice of the layer's 3-D blk.N.ffn_{gate,up,down}_exps tensors.
+struct ExpertWeights {
+  WeightMatrix gate;  // (n_ff_exp x n_embd)
+  WeightMatrix up;    // (n_ff_exp x n_embd)
+  WeightMatrix down;  // (n_embd x n_ff_exp)
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;  // (n_embd)
   WeightMatrix wq;               // (q_dim  x n_embd)   blk.N.attn_q
@@ -30,6 +38,15 @@ struct LayerWeights {
   WeightMatrix w_gate;           // (n_ff x n_embd)     blk.N.ffn_gate
   WeightMatrix w_up;             // (n_ff x n_embd)     blk.N.ffn_up
   WeightMatrix w_down;           // (n_embd x n_ff)     blk.N.ffn_down
+  // Config::is_moe() in place of the three above:
+  WeightMatrix router;               // (n_expert x n_embd) blk.N.ffn_gate_inp
+  std::vector<ExpertWeights> experts;  // (n_expert)
+
+  // Bytes a one-token pass reads for the FFN's gate and up projections
+  // (with the router and `experts_per_token` experts' in a MoE) and for its
+  // down projection.
+  size_t gate_up_bytes(int experts_per_token) const;
+  size_t down_bytes(int experts_per_token) const;
 };
 
 struct Weights {
@@ -41,10 +58,11 @@ struct Weights {
   // rope_factors_short (Phi-3's LongRoPE).
   std::vector<float> rope_freqs, rope_long, rope_short;
   std::vector<LayerWeights> layers;
+  int experts_per_token = 0;  // Config::n_expert_used
 
-  // Bytes of matrix data one forward pass reads (embedding rows excluded:
-  // a lookup touches n_tokens rows, not the table). Norm and bias vectors
-  // included.
+  // Bytes of matrix data a one-token forward pass reads (embedding rows
+  // excluded: a lookup touches n_tokens rows, not the table; of a MoE layer's
+  // experts, the n_expert_used a token runs). Norm and bias vectors included.
   size_t matmul_bytes() const;
 
   // The divisors a context of n_ctx positions per sequence rotates with:

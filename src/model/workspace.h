@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
+#include "model/experts.h"
 #include "model/stage_times.h"
 
 namespace kvlab::model {
@@ -36,8 +37,15 @@ class Workspace {
   AlignedVector<float> k;     // (T, kv_dim)
   AlignedVector<float> v;     // (T, kv_dim)
   AlignedVector<float> att;   // (T, q_dim)   attention output, heads concatenated
-  AlignedVector<float> gate;  // (T, n_ff)
-  AlignedVector<float> up;    // (T, n_ff)
+  AlignedVector<float> gate;  // (T, ffn_width)
+  AlignedVector<float> up;    // (T, ffn_width)
+  // A mixture-of-experts layer's (Config::is_moe), else empty:
+  std::vector<float> router_logits;   // (T, n_expert), then the probabilities
+  std::vector<ExpertPick> picks;      // (T, n_expert_used)
+  ExpertGroups expert_groups;
+  AlignedVector<float> expert_in;     // (T, n_embd) the rows of one expert's tokens
+  AlignedVector<float> expert_out;    // (T, n_embd) its down projection's
+  AlignedVector<float> expert_sum;    // (T, n_expert_used, n_embd) each pick's weighted output
   std::vector<float> rope;      // (T, rope_dim) cos/sin pairs per token
   std::vector<float> rope_swa;  // (T, rope_dim) the same for local layers (gemma3), else empty
   std::vector<kernels::AttnItem> attn_items;  // (T * n_head_kv) one per token and KV head

@@ -1,4 +1,5 @@
-// Real smollm3-, qwen2-, qwen3-, phi3-, gemma2- and gemma3-architecture models, and a llama model with
+// Real smollm3-, qwen2-, qwen3-, qwen3moe-, phi3-, gemma2- and gemma3-architecture models, Mixtral-style
+// mixtures of experts, and a llama model with
 // Llama 3's RoPE frequency factors, for tests, made from a real llama one (no
 // small model of any of them is at hand).
 //
@@ -48,9 +49,14 @@
 //    parameters of its own (betas, log multiplier) and Llama 4's attention
 //    temperature over an original context of 64 positions, so the test
 //    positions scale the queries by up to 1 + 0.1 ln 8.
+//  - mixtral_graft and qwen3moe_graft (the qwen3 graft's rows and QK-norms)
+//    make every layer's FFN a mixture of experts (MoeGraft): expert e of
+//    layer i is the llama model's FFN of layer (i + e) mod n_layer, and a
+//    fixed wave routes each token to 2 of 4. Another network than the llama
+//    model.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{smollm3,qwen2,qwen3,phi3,granite,mistral3,gemma,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
+// tests/golden/stories260K-{smollm3,qwen2,qwen3,qwen3moe,mixtral,phi3,granite,mistral3,gemma,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -100,6 +106,12 @@ struct GraniteScales {
 struct Mistral3Scaling {
   float factor = 4.f, beta_fast = 16.f, beta_slow = 2.f, log_multiplier = 0.5f, temperature = 0.1f;
   int original_context = 64;
+};
+
+// The mixture of experts the mixtral and qwen3moe grafts put in each layer.
+struct MoeGraft {
+  int n_expert = 4, n_expert_used = 2;
+  float router_scale = 0.5f;  // the router weights' amplitude: picks that vary from token to token
 };
 
 namespace graft_detail {
@@ -360,6 +372,68 @@ inline gguf::Writer mistral3_graft(const gguf::File& llama, const Mistral3Scalin
   w.set_f32("mistral3.rope.scaling.yarn_beta_slow", m.beta_slow);
   w.set_f32("mistral3.rope.scaling.yarn_log_multiplier", m.log_multiplier);
   w.set_f32("mistral3.attention.temperature_scale", m.temperature);
+  return w;
+}
+
+namespace graft_detail {
+
+inline bool is_dense_ffn(const std::string& name) {
+  return name.ends_with(".ffn_gate.weight") || name.ends_with(".ffn_up.weight") || name.ends_with(".ffn_down.weight");
+}
+
+// Every layer's FFN as a mixture of experts: expert e of layer i is the
+// llama model's FFN of layer (i + e) mod n_layer (trained weights, different
+// per expert), stacked into the 3-D ffn_{gate,up,down}_exps tensors, and
+// the router a fixed wave.
+inline void add_experts(gguf::Writer& w, const gguf::File& llama, const std::string& arch, const MoeGraft& m) {
+  const int64_t n_layer = llama.require_int("llama.block_count");
+  const uint64_t n_embd = uint64_t(llama.require_int("llama.embedding_length"));
+  w.set_u32(arch + ".expert_count", uint32_t(m.n_expert));
+  w.set_u32(arch + ".expert_used_count", uint32_t(m.n_expert_used));
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    for (const std::string kind : {"gate", "up", "down"}) {
+      std::vector<std::vector<uint8_t>> experts;
+      const gguf::TensorInfo* t = nullptr;
+      for (int e = 0; e < m.n_expert; ++e) {
+        t = llama.find_tensor("blk." + std::to_string((i + e) % n_layer) + ".ffn_" + kind + ".weight");
+        experts.emplace_back(t->data, t->data + t->n_bytes);
+      }
+      w.add_tensor(p + "ffn_" + kind + "_exps.weight", {t->dims[0], t->dims[1], uint64_t(m.n_expert)}, t->dtype,
+                   stacked_rows(experts));
+    }
+    const std::vector<float> router = wave(n_embd * uint64_t(m.n_expert), i + 23, m.router_scale, 0.f);
+    w.add_tensor(p + "ffn_gate_inp.weight", {n_embd, uint64_t(m.n_expert)}, tensor::DType::F32,
+                 {reinterpret_cast<const uint8_t*>(router.data()), router.size() * 4});
+  }
+}
+
+}  // namespace graft_detail
+
+// Mixtral: llama with a mixture of experts in every layer.
+inline gguf::Writer mixtral_graft(const gguf::File& llama, const MoeGraft& m = {}) {
+  using namespace graft_detail;
+  head_dim_of(llama);  // a llama model
+  gguf::Writer w;
+  copy_metadata(llama, "llama", w);
+  for (const gguf::TensorInfo& t : llama.tensors())
+    if (!is_dense_ffn(t.name)) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  add_experts(w, llama, "llama", m);
+  return w;
+}
+
+// qwen3moe: qwen3's graft (NeoX rows, QK-norm) with a mixture of experts in
+// every layer, each expert as wide as the llama model's FFN.
+inline gguf::Writer qwen3moe_graft(const gguf::File& llama, const MoeGraft& m = {}) {
+  using namespace graft_detail;
+  const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
+  gguf::Writer w;
+  copy_metadata(llama, "qwen3moe", w);
+  w.set_u32("qwen3moe.expert_feed_forward_length", uint32_t(llama.require_int("llama.feed_forward_length")));
+  for (const gguf::TensorInfo& t : llama.tensors())
+    if (!is_dense_ffn(t.name)) w.add_tensor(t.name, t.dims, t.dtype, neox_bytes(t, head_dim));
+  for (int i = 0; i < n_layer; ++i) add_qk_norms(w, i, head_dim);
+  add_experts(w, llama, "qwen3moe", m);
   return w;
 }
 

@@ -243,6 +243,17 @@ TEST(GoldenGeneration, Phi3ContextSizeChoosesTheLongRopeFactors) {
   EXPECT_EQ(c.swa_window, 0);
 }
 
+// Mixtral (llama with experts) and qwen3moe: every layer's FFN a mixture
+// of 4 experts, 2 per token, picked by the router's softmax and weighted by
+// their renormalised probabilities (MoeGraft).
+TEST(GoldenGeneration, MixtralGraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-mixtral", test::mixtral_graft(gguf::File::open(test::kStories)));
+}
+
+TEST(GoldenGeneration, Qwen3MoeGraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-qwen3moe", test::qwen3moe_graft(gguf::File::open(test::kStories)));
+}
+
 // granite: embeddings x 1.5, each residual branch x 0.8, attention scores
 // x 0.25 instead of 1/sqrt(8), logits / 2 (GraniteScales).
 TEST(GoldenGeneration, GraniteGraftMatchesLlamaCppExactly) {

@@ -125,30 +125,38 @@ TEST(KvCacheEquivalence, Qwen2Graft64Tokens) {
   for (int threads : {1, 2}) EXPECT_EQ(lockstep(*m, ids, 64, tensor::DType::F16, threads).tokens.size(), 64u);
 }
 
+// A graft of stories260K (tests/common/arch_graft.h), loaded.
+std::unique_ptr<model::Model> graft_model(const gguf::Writer& graft) {
+  const test::ScratchDir dir;
+  const std::string path = dir.file("graft.gguf");
+  graft.write(path);
+  return model::Model::load(path);
+}
+
+// 96 greedy tokens of "Once upon a time", cached and recomputed, on 1 and 2 threads.
+void expect_graft_in_lockstep(const gguf::Writer& graft) {
+  const auto m = graft_model(graft);
+  const auto ids = test::load_model(test::kStories).tok->encode("Once upon a time", true, true);
+  for (int threads : {1, 2}) EXPECT_EQ(lockstep(*m, ids, 96, tensor::DType::F16, threads).tokens.size(), 96u);
+}
+
 // mistral3: the queries' attention temperature depends on each token's
 // position (a step past 64 positions), which a cached step and a
 // recomputation must give alike; and YaRN's blended angles.
 TEST(KvCacheEquivalence, Mistral3Graft96Tokens) {
-  test::ScratchDir dir;
-  const std::string path = dir.file("stories260K-mistral3.gguf");
-  test::mistral3_graft(gguf::File::open(test::kStories)).write(path);
-  const auto m = model::Model::load(path);
-  const auto ids = test::load_model(test::kStories).tok->encode("Once upon a time", true, true);
-  EXPECT_EQ(lockstep(*m, ids, 96, tensor::DType::F16, 2).tokens.size(), 96u);
+  expect_graft_in_lockstep(test::mistral3_graft(gguf::File::open(test::kStories)));
+}
+
+// qwen3moe: a recomputation runs each expert over all the tokens that
+// picked it, a cached step over one.
+TEST(KvCacheEquivalence, Qwen3MoeGraft96Tokens) {
+  expect_graft_in_lockstep(test::qwen3moe_graft(gguf::File::open(test::kStories)));
 }
 
 // gemma3: sliding-window layers read only the last 24 cached positions, and
 // recomputation must see the same window (69 positions here).
-// The gemma3 graft of stories260K (tests/common/arch_graft.h), loaded.
-std::unique_ptr<model::Model> gemma3_graft_model() {
-  const test::ScratchDir dir;
-  const std::string path = dir.file("stories260K-gemma3.gguf");
-  test::gemma3_graft(gguf::File::open(test::kStories), test::kGemma3GraftWindow).write(path);
-  return model::Model::load(path);
-}
-
 TEST(KvCacheEquivalence, Gemma3Graft64Tokens) {
-  const auto m = gemma3_graft_model();
+  const auto m = graft_model(test::gemma3_graft(gguf::File::open(test::kStories), test::kGemma3GraftWindow));
   ASSERT_EQ(m->config().swa_window, test::kGemma3GraftWindow);
   const auto& stories = test::load_model(test::kStories);
   const auto ids = stories.tok->encode("Once upon a time", true, true);
@@ -164,7 +172,7 @@ TEST(KvCacheEquivalence, Gemma3Graft64Tokens) {
 // at every step, and recomputation through the same rings (prompt and
 // history in passes of 4) equals both.
 TEST(KvCacheEquivalence, Gemma3RingsEqualAFullCache) {
-  const auto m = gemma3_graft_model();
+  const auto m = graft_model(test::gemma3_graft(gguf::File::open(test::kStories), test::kGemma3GraftWindow));
   const auto& stories = test::load_model(test::kStories);
   const auto ids = stories.tok->encode("Once upon a time", true, true);
   constexpr int kGen = 100;

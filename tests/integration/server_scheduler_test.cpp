@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/arch_graft.h"
 #include "common/log_softmax.h"
+#include "common/scratch_dir.h"
 #include "common/models.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -69,8 +71,8 @@ engine::GenRequest greedy(const test::LoadedModel& lm, const std::string& prompt
 
 // Four greedy requests on three slots (one waits) equal single-sequence
 // sessions, whatever chunks `so` cuts their prompts into.
-void expect_batched_greedy_equals_single(const engine::SchedulerOptions& so) {
-  const test::LoadedModel& lm = test::load_model(test::kDefaultModel);
+void expect_batched_greedy_equals_single(const engine::SchedulerOptions& so,
+                                         const test::LoadedModel& lm = test::load_model(test::kDefaultModel)) {
   server::Metrics metrics;
   engine::ServingEngine sched(*lm.model, *lm.tok, so, metrics);
 
@@ -105,6 +107,17 @@ TEST(ServerScheduler, BatchedGreedyEqualsSingleSequence) {
   engine::SchedulerOptions so = pool_of(3, 256);  // four requests: one waits for a slot
   so.prefill_chunk = 7;  // prompts are prefilled in several chunks, next to running decodes
   expect_batched_greedy_equals_single(so);
+}
+
+// A mixture of experts runs each expert once over the pass's tokens that
+// picked it: a token's output must not depend on which others share the pass.
+TEST(ServerScheduler, MixtureOfExpertsBatchedGreedyEqualsSingleSequence) {
+  const test::ScratchDir dir;
+  const std::string path = dir.file("stories260K-qwen3moe.gguf");
+  test::qwen3moe_graft(gguf::File::open(test::kStories)).write(path);
+  engine::SchedulerOptions so = pool_of(3, 256);
+  so.prefill_chunk = 7;
+  expect_batched_greedy_equals_single(so, test::load_model(path));
 }
 
 TEST(ServerScheduler, PassTargetChunksKeepGreedyOutput) {

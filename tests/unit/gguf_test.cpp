@@ -325,7 +325,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, phi3, granite, mistral3, gemma, gemma2, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, qwen3moe, phi3, granite, mistral3, gemma, gemma2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
@@ -438,6 +438,39 @@ TEST(GgufModel, GraniteScalarsAndRefusedBiases) {
   std::vector<uint8_t> zeros(64 * 4, 0);
   biased.add_tensor("blk.0.ffn_down.bias", {64}, tensor::DType::F32, zeros);
   EXPECT_EQ(model_error(biased), "m.gguf: tensor 'blk.0.ffn_down.bias' is not supported (kvlab's llama has no bias there)");
+}
+
+// A mixture of experts (Mixtral as llama, qwen3moe): its keys, its 3-D
+// tensors' shapes, and the errors of a file that lacks or breaks them.
+TEST(GgufModel, MixtureOfExpertsKeysAndTensors) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const File f = File::parse(llama, "tiny.gguf");
+  auto ok = test::qwen3moe_graft(f, {.n_expert = 4, .n_expert_used = 2});
+  EXPECT_EQ(model_error(ok), "");
+  const auto bytes = ok.serialize();
+  const File g = File::parse(bytes, "m.gguf");
+  const model::Config c = model::load_config(g);
+  EXPECT_TRUE(c.is_moe() && c.expert_weights_norm && c.qk_norm);
+  EXPECT_EQ(c.n_expert, 4);
+  EXPECT_EQ(c.n_expert_used, 2);
+  EXPECT_EQ(c.n_ff_exp, c.n_ff);
+  const model::Weights w = model::bind_weights(g, c);
+  ASSERT_EQ(w.layers[0].experts.size(), 4u);
+  const kernels::WeightMatrix& down3 = w.layers[0].experts[3].down;
+  EXPECT_EQ(down3.rows, size_t(c.n_embd));
+  EXPECT_EQ(down3.data, g.find_tensor("blk.0.ffn_down_exps.weight")->data + 3 * down3.bytes());
+  auto too_many = test::mixtral_graft(f, {.n_expert = 4, .n_expert_used = 5});
+  EXPECT_EQ(model_error(too_many), "m.gguf: key 'llama.expert_used_count' = 5 is out of range 1..4");
+  gguf::Writer bare;  // experts' tensors without the keys
+  for (const auto& [key, value] : g.metadata())
+    if (key != "qwen3moe.expert_count") bare.copy_value(key, value);
+  for (const gguf::TensorInfo& t : g.tensors()) bare.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  EXPECT_EQ(model_error(bare), "m.gguf: missing required key 'qwen3moe.expert_count'");
+  gguf::Writer no_router;
+  for (const auto& [key, value] : g.metadata()) no_router.copy_value(key, value);
+  for (const gguf::TensorInfo& t : g.tensors())
+    if (t.name != "blk.0.ffn_gate_inp.weight") no_router.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  EXPECT_EQ(model_error(no_router), "m.gguf: missing required tensor 'blk.0.ffn_gate_inp.weight'");
 }
 
 TEST(GgufModel, Gemma3KeysAndTensors) {

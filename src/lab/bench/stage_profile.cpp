@@ -45,8 +45,8 @@ std::array<double, model::kStageCount> stage_weight_bytes(const model::Weights& 
     add(Stage::O, double(l.wo.bytes()));
     add(Stage::Residual, floats(l.attn_post_norm) + floats(l.ffn_post_norm));
     add(Stage::FfnNorm, floats(l.ffn_norm));
-    add(Stage::GateUp, double(l.w_gate.bytes() + l.w_up.bytes()));
-    add(Stage::Down, double(l.w_down.bytes()));
+    add(Stage::GateUp, double(l.gate_up_bytes(w.experts_per_token)));
+    add(Stage::Down, double(l.down_bytes(w.experts_per_token)));
   }
   add(Stage::LmHead, double(w.output.bytes()) + floats(w.output_norm));
   return b;

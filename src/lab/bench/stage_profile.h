@@ -37,7 +37,8 @@ std::span<const perf::Op> stage_ops(model::Stage s);
 bool is_matmul(model::Stage s);
 
 // Weight bytes a pass reads in each stage: the matrices' and the norm and
-// bias vectors' own bytes (they sum to Weights::matmul_bytes()). The
+// bias vectors' own bytes (they sum to Weights::matmul_bytes(); of a mixture
+// of experts, one token's picks). The
 // embedding lookup reads a few rows and is charged none, as in attribute().
 std::array<double, model::kStageCount> stage_weight_bytes(const model::Weights& w);
 
