@@ -7,6 +7,8 @@
 #include "cli/common.h"
 #include "common/error.h"
 #include "kernels/ops.h"
+#include "lab/cost/cost.h"
+#include "lab/simulate/model_catalog.h"
 
 namespace kvlab::cli {
 namespace {
@@ -33,10 +35,15 @@ void info(const InfoOptions& o) {
               f.tensors().size(), f.metadata().size());
   std::printf("name            %s\n", c.name.c_str());
   std::printf("architecture    %s\n", c.arch.c_str());
-  std::printf("parameters      %.1f M (%llu)\n", double(m->n_params()) / 1e6, (unsigned long long)m->n_params());
+  std::printf("parameters      %.1f M (%llu)", double(m->n_params()) / 1e6, (unsigned long long)m->n_params());
+  if (c.is_moe())
+    std::printf(", %.1f M active per token", (double(m->n_params()) - perf::param_count(c).idle_experts) / 1e6);
+  std::printf("\n");
   std::printf("layers          %d\n", c.n_layer);
   std::printf("embedding       %d\n", c.n_embd);
-  std::printf("feed-forward    %d (%s)\n", c.n_ff, c.ffn_act == model::FfnAct::GeluTanh ? "GeGLU" : "SwiGLU");
+  std::printf("feed-forward    %s%s (%s)\n", perf::describe_ffn(c).c_str(),
+              c.is_moe() && c.expert_weights_norm ? ", their weights renormalised" : "",
+              c.ffn_act == model::FfnAct::GeluTanh ? "GeGLU" : "SwiGLU");
   std::printf("heads           %d query, %d KV (group %d), head dim %d\n", c.n_head, c.n_head_kv, c.gqa_group(),
               c.head_dim);
   std::printf("rope            %d dims, theta %g, %s order", c.rope_dim, double(c.rope_theta),

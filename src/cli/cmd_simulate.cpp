@@ -103,8 +103,8 @@ void list_catalogs() {
       "|---|---|---|---|---|---|---|---|\n");
   for (const perf::ModelEntry& e : perf::model_catalog()) {
     const model::Config& c = e.config;
-    std::printf("| %.*s | %s B | %d | %d | %d | %d/%d | %d | %.*s |\n", int(e.id.size()), e.id.data(),
-                perf::fmt_num(perf::param_count(c).total() / 1e9).c_str(), c.n_layer, c.n_embd, c.n_ff, c.n_head,
+    std::printf("| %.*s | %s | %d | %d | %s | %d/%d | %d | %.*s |\n", int(e.id.size()), e.id.data(),
+                perf::describe_params(c).c_str(), c.n_layer, c.n_embd, perf::describe_ffn(c).c_str(), c.n_head,
                 c.n_head_kv, c.n_vocab, int(e.source.size()), e.source.data());
   }
 }

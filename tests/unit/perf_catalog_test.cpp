@@ -299,7 +299,8 @@ TEST(PerfHwProfile, ThisMachineComesFromTheProfile) {
 
 TEST(PerfModels, CatalogHasTheRequiredModels) {
   for (const char* id : {"llama-3.1-8b", "llama-2-7b", "mistral-7b", "qwen2.5-7b", "llama-3.1-70b", "smollm2-135m",
-                         "smollm2-360m", "smollm2-1.7b", "qwen2.5-0.5b", "qwen3-8b", "qwen3-0.6b", "gemma-3-1b"}) {
+                         "smollm2-360m", "smollm2-1.7b", "qwen2.5-0.5b", "qwen3-8b", "qwen3-0.6b", "gemma-3-1b",
+                         "mixtral-8x7b", "qwen3-30b-a3b"}) {
     const ResolvedModel m = resolve_model(id);
     EXPECT_FALSE(m.source.empty()) << id;
     EXPECT_NO_THROW(validate_config(m.config, id));
@@ -380,6 +381,72 @@ TEST(PerfModels, HfConfigsGetTheArchitectureTraits) {
                                           "config.json");
   EXPECT_TRUE(q.qk_norm && !q.qkv_bias && q.rope_order == model::RopeOrder::NeoX);
   EXPECT_DOUBLE_EQ(param_count(q).total(), param_count(resolve_model("qwen3-0.6b").config).total());
+}
+
+// Mixtral-8x7B-v0.1's and Qwen3-30B-A3B's config.json (less the training
+// fields): the catalog's entries, experts and all.
+constexpr const char* kMixtralConfig = R"({
+  "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
+  "intermediate_size": 14336, "max_position_embeddings": 32768, "num_attention_heads": 32,
+  "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+  "rms_norm_eps": 1e-05, "rope_theta": 1e6, "sliding_window": null, "tie_word_embeddings": false,
+  "vocab_size": 32000})";
+constexpr const char* kQwen3MoeConfig = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "decoder_sparse_step": 1, "head_dim": 128,
+  "hidden_size": 2048, "intermediate_size": 6144, "max_position_embeddings": 40960, "mlp_only_layers": [],
+  "moe_intermediate_size": 768, "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+  "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0, "tie_word_embeddings": false, "vocab_size": 151936})";
+
+// `json` with `from` replaced by `to`.
+std::string edited(std::string json, std::string_view from, std::string_view to) {
+  json.replace(json.find(from), from.size(), to);
+  return json;
+}
+
+TEST(PerfModels, HfMixtureOfExpertsConfigsMatchTheCatalogEntries) {
+  const model::Config m = parse_hf_config(kMixtralConfig, "config.json");
+  EXPECT_EQ(m.arch, "llama");
+  EXPECT_EQ(m.n_expert, 8);
+  EXPECT_EQ(m.n_expert_used, 2);
+  EXPECT_EQ(m.n_ff_exp, 14336);        // intermediate_size is the expert's
+  EXPECT_TRUE(m.expert_weights_norm);  // Mixtral always renormalises
+  EXPECT_DOUBLE_EQ(param_count(m).total(), param_count(resolve_model("mixtral-8x7b").config).total());
+
+  const model::Config q = parse_hf_config(kQwen3MoeConfig, "config.json");
+  EXPECT_EQ(q.arch, "qwen3moe");
+  EXPECT_TRUE(q.qk_norm && q.rope_order == model::RopeOrder::NeoX);
+  EXPECT_EQ(q.n_expert, 128);
+  EXPECT_EQ(q.n_expert_used, 8);
+  EXPECT_EQ(q.n_ff_exp, 768);
+  EXPECT_TRUE(q.expert_weights_norm);
+  const model::Config& ref = resolve_model("qwen3-30b-a3b").config;
+  EXPECT_DOUBLE_EQ(param_count(q).total(), param_count(ref).total());
+  EXPECT_DOUBLE_EQ(param_count(q).active(), param_count(ref).active());
+  // Qwen's norm_topk_prob defaults to false.
+  const std::string unnormalised = edited(kQwen3MoeConfig, "\"norm_topk_prob\": true, ", "");
+  EXPECT_FALSE(parse_hf_config(unnormalised, "c.json").expert_weights_norm);
+  // No experts is a dense model.
+  const std::string dense = edited(kQwen3MoeConfig, "\"num_experts\": 128", "\"num_experts\": 0");
+  EXPECT_FALSE(parse_hf_config(dense, "c.json").is_moe());
+}
+
+TEST(PerfModels, HfMixtureOfExpertsErrorsNameTheField) {
+  auto error = [](const char* json, std::string_view from, std::string_view to) {
+    return error_of([&] { parse_hf_config(edited(json, from, to), "c.json"); });
+  };
+  EXPECT_EQ(error(kMixtralConfig, "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9"),
+            "c.json: field 'num_experts_per_tok' must not exceed num_local_experts (8)");
+  EXPECT_EQ(error(kQwen3MoeConfig, "\"num_experts_per_tok\": 8", "\"num_experts_per_tok\": 0"),
+            "c.json: field 'num_experts_per_tok' must be a positive integer");
+  EXPECT_EQ(error(kQwen3MoeConfig, "\"num_experts_per_tok\": 8, ", ""),
+            "c.json: field 'num_experts_per_tok' missing (expected a positive integer)");
+  EXPECT_EQ(error(kQwen3MoeConfig, "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 47]"),
+            "c.json: field 'mlp_only_layers' must be empty: dense layers among the experts' are not modelled");
+  EXPECT_EQ(error(kQwen3MoeConfig, "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2"),
+            "c.json: field 'decoder_sparse_step' must be 1: dense layers between the experts' are not modelled");
+  EXPECT_EQ(error(kQwen3MoeConfig, "\"norm_topk_prob\": true", "\"norm_topk_prob\": 1"),
+            "c.json: field 'norm_topk_prob' must be true or false");
 }
 
 TEST(PerfModels, HfConfigErrorsNameTheField) {

@@ -151,6 +151,73 @@ TEST(PerfCost, DecodeIsTwoFlopsPerParameter) {
   EXPECT_NEAR(flops / (2.0 * (n.layers + n.lm_head)), 1.0, 0.005);
 }
 
+// The tiny config as a mixture of 4 experts of 6, 2 per token.
+model::Config hand_moe() {
+  model::Config c = hand_config();
+  c.n_expert = 4;
+  c.n_expert_used = 2;
+  c.n_ff_exp = 6;
+  return c;
+}
+
+TEST(PerfCost, MixtureOfExpertsByHand) {
+  const model::Config c = hand_moe();
+  // Per layer: q 8 + k 4 + v 4 + o 8 + 2 experts' gate and up 2·2·6 + the
+  // router's 4 + down 8 = 60; 2 layers and the LM head's 10: 130.
+  EXPECT_DOUBLE_EQ(matmul_rows(c), 130.0);
+  // Down's input is a token's 2 experts' 12 hidden units: (8 + 8 + 8 + 12) x 2 + 8.
+  EXPECT_DOUBLE_EQ(matmul_inputs(c), 80.0);
+  // Each job's FLOPs are still 2·rows·cols per token (the simulator's count).
+  const Cost three = forward_cost(c, pass(3, 2));
+  for (const MatmulJob& j : matmul_jobs(c)) {
+    double flops = 0;
+    for (size_t i = 0; i < j.n_ops; ++i) flops += three[j.ops[i]].flops;
+    EXPECT_DOUBLE_EQ(flops / (2.0 * j.rows * j.cols), j.ops[0] == Op::LmHead ? 1.0 : 3.0) << op_name(j.ops[0]);
+  }
+  // 3 tokens run 2 experts of 6 each, and the gate the router's 4 logits.
+  EXPECT_DOUBLE_EQ(three[Op::Gate].flops, 2 * (2.0 * 3 * 8 * (12 + 4)));
+  EXPECT_DOUBLE_EQ(three[Op::Up].flops, 2 * (2.0 * 3 * 8 * 12));
+  EXPECT_DOUBLE_EQ(three[Op::Down].flops, three[Op::Up].flops);
+  EXPECT_DOUBLE_EQ(three[Op::SiluMul].flops, 2 * (5.0 * 3 * 12));
+  // Weights read: the experts 3 tokens touch, 4·(1 - (1 - 2/4)^3) = 3.5 of
+  // 8 x 6 each (1 byte), and the router's 8 x 4; one token reads its 2.
+  EXPECT_DOUBLE_EQ(three[Op::Up].weight_bytes, 2 * (3.5 * 8 * 6));
+  EXPECT_DOUBLE_EQ(three[Op::Down].weight_bytes, three[Op::Up].weight_bytes);
+  EXPECT_DOUBLE_EQ(three[Op::Gate].weight_bytes, 2 * (3.5 * 8 * 6 + 8 * 4));
+  EXPECT_DOUBLE_EQ(forward_cost(c, pass(1, 4))[Op::Up].weight_bytes, 2 * (2.0 * 8 * 6));
+  // Every layer holds all 4 experts' 3 x 8 x 6 and the router; a token skips 2.
+  const ParamCount n = param_count(c), dense = param_count(hand_config());
+  EXPECT_DOUBLE_EQ(n.layers - dense.layers, 2 * (4 * 3 * 8 * 6 + 8 * 4 - 3 * 8 * 16.0));
+  EXPECT_DOUBLE_EQ(n.total() - n.active(), 2 * (2 * 3 * 8 * 6.0));
+  EXPECT_DOUBLE_EQ(weight_memory_bytes(c, 1.0) - weight_memory_bytes(hand_config(), 1.0), n.layers - dense.layers);
+  EXPECT_DOUBLE_EQ(dense.active(), dense.total());
+}
+
+// Mixtral-8x7B: a decode step reads 2 of each layer's 8 experts, a
+// 512-token prefill all of them (1 - 0.75^512 rounds to 1), and its FLOPs
+// follow the 2 experts a token runs, not the 8 it could.
+TEST(PerfCost, MixtralDecodeReadsTwoExpertsAndPrefillAllEight) {
+  const model::Config c = resolve_model("mixtral-8x7b").config;
+  const double experts = 32.0 * 8 * 4096 * 14336;  // up's (or down's) weights, 1 byte each in pass()
+  EXPECT_DOUBLE_EQ(forward_cost(c, pass(1, 100))[Op::Up].weight_bytes, experts * 2 / 8);
+  EXPECT_DOUBLE_EQ(forward_cost(c, pass(512, 0))[Op::Up].weight_bytes, experts);
+  // A decode step streams the weights one token runs through: 2 bytes per
+  // active parameter (the embedding but for its one row; f32 norm gains).
+  const ParamCount n = param_count(c);
+  EXPECT_NEAR(forward_cost(c, Pass{}).total().weight_bytes / (2.0 * (n.active() - n.embedding)), 1.0, 1e-4);
+  EXPECT_NEAR(forward_cost(c, Pass{}).flops() / (2.0 * (n.active() - n.embedding)), 1.0, 0.005);  // Kaplan
+  // Twice the experts to choose from: the same expert FLOPs and only the
+  // router's 8 more logits; twice the experts per token: twice the FLOPs.
+  const Cost base = forward_cost(c, pass(16, 0));
+  model::Config wider = c, deeper = c;
+  wider.n_expert = 16;
+  deeper.n_expert_used = 4;
+  EXPECT_DOUBLE_EQ(forward_cost(wider, pass(16, 0))[Op::Up].flops, base[Op::Up].flops);
+  EXPECT_DOUBLE_EQ(forward_cost(wider, pass(16, 0))[Op::Gate].flops - base[Op::Gate].flops, 32 * 2.0 * 16 * 4096 * 8);
+  EXPECT_DOUBLE_EQ(forward_cost(deeper, pass(16, 0))[Op::Up].flops, 2 * base[Op::Up].flops);
+  EXPECT_DOUBLE_EQ(forward_cost(deeper, pass(16, 0))[Op::Down].flops, 2 * base[Op::Down].flops);
+}
+
 TEST(PerfCost, ParameterCountsMatchThePublishedOnes) {
   EXPECT_DOUBLE_EQ(param_count(resolve_model("llama-3.1-8b").config).total(), 8030261248.0);
   EXPECT_DOUBLE_EQ(param_count(resolve_model("llama-2-7b").config).total(), 6738415616.0);
@@ -167,6 +234,16 @@ TEST(PerfCost, ParameterCountsMatchThePublishedOnes) {
   // 0.6B); the model cards' 8.2B / 0.6B, 6.95B / 0.44B without embeddings.
   EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen3-8b").config).total(), 8190735360.0);
   EXPECT_DOUBLE_EQ(param_count(resolve_model("qwen3-0.6b").config).total(), 596049920.0);
+  // Mixtures of experts: Mixtral-8x7B's 46.7B, 12.9B per token (Mistral AI's
+  // announcement); Qwen3-30B-A3B's 30.5B, 3.3B activated (its model card,
+  // rounded down: a token skips 120 experts of 3 x 2048 x 768 in 48 layers).
+  const ParamCount mixtral = param_count(resolve_model("mixtral-8x7b").config);
+  EXPECT_DOUBLE_EQ(mixtral.total(), 46702792704.0);
+  EXPECT_NEAR(mixtral.active() / 12.9e9, 1.0, 0.01);
+  const ParamCount qwen = param_count(resolve_model("qwen3-30b-a3b").config);
+  EXPECT_NEAR(qwen.total() / 30.5e9, 1.0, 0.01);
+  EXPECT_DOUBLE_EQ(qwen.total() - qwen.active(), 48.0 * 120 * 3 * 2048 * 768);
+  EXPECT_NEAR(qwen.active() / 3.35e9, 1.0, 0.01);
 }
 
 // Gemma 3 1B at decode position 8191: its 4 global layers (5, 11, 17, 23)

@@ -95,6 +95,29 @@ TEST(PerfParallel, EachDeviceHoldsItsShareOfWeightsKvAndActivations) {
   EXPECT_FALSE(device_memory(c, Layout{}, shape, h100.mem_bytes).fits());
 }
 
+// Mixtral over 4 devices: each of the 8 experts splits its 14336 columns,
+// the router (8 x 4096 per layer) stays whole on every device.
+TEST(PerfParallel, EachExpertSplitsLikeADenseMlp) {
+  const model::Config c = resolve_model("mixtral-8x7b").config;
+  const Hardware h100 = find_hardware("h100");
+  const model::Config s4 = tp_shard(c, 4);
+  EXPECT_EQ(s4.n_ff_exp, 3584);
+  EXPECT_EQ(s4.n_expert, 8);
+  EXPECT_EQ(s4.n_expert_used, 2);
+  const MemoryShape shape{2.0, 2.0, 2.0, 1000, 1, 100};
+  const ParamCount n = param_count(c);
+  const double router = 32.0 * 8 * 4096;
+  const DeviceMemory m = device_memory(c, make_layout(4, 1, "", h100), shape, h100.mem_bytes);
+  EXPECT_NEAR(m.weights, (n.matrices() - router) * 2 / 4 + router * 2 + n.norms * 4, 1.0);
+  // A token's gate and up hold its 2 experts' 3584 columns each, and its 8 router logits.
+  EXPECT_DOUBLE_EQ(m.activations, 100.0 * (2 * 4096 + 2 * 2 * 3584 + 8) * 2 + 8000 * 4.0);
+  // It is the expert's width that must split evenly, not intermediate_size.
+  model::Config odd = c;
+  odd.n_ff_exp = 1000;
+  EXPECT_EQ(test::error_of([&] { check_layout(odd, make_layout(16, 1, "", h100)); }),
+            "--tp 16 does not divide the model's expert MLP width 1000");
+}
+
 TEST(PerfParallel, TheSmallestLayoutThatFitsIsSuggested) {
   const model::Config& c = llama70b();
   const Hardware h100 = find_hardware("h100"), rtx = find_hardware("rtx4090");

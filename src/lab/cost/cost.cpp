@@ -1,6 +1,7 @@
 #include "lab/cost/cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kvlab::perf {
 
@@ -37,6 +38,24 @@ OpCost matmul_bias(double rows, double in, double out, bool bias, const Pass& p)
     m.weight_bytes += out * kBiasBytes;
   }
   return m;
+}
+
+// A matmul that reads `weights` elements rather than in·out: a mixture of
+// experts' FFN reads only the experts its tokens were routed to.
+OpCost matmul_reading(double rows, double in, double out, double weights, const Pass& p) {
+  OpCost m = matmul(rows, in, out, p);
+  m.weight_bytes = weights * p.weight_bytes;
+  return m;
+}
+
+// The experts of one layer a pass of `tokens` tokens reads, expected under
+// uniform, independent routing: a token's k picks of n miss a given expert
+// with probability 1 - k/n, all the tokens with (1 - k/n)^tokens, so
+// E = n·(1 - (1 - k/n)^tokens): k for one token, n for many. Real routers
+// are skewed, which only lowers E (it is concave in each expert's share).
+double experts_read(const model::Config& c, double tokens) {
+  const double n = c.n_expert, k = c.n_expert_used;
+  return std::min(n, n * (1.0 - std::pow(1.0 - k / n, tokens)));
 }
 
 OpCost rmsnorm(double rows, double width, const Pass& p) {
@@ -111,7 +130,7 @@ double Cost::dram_bytes() const {
 }
 
 Cost forward_cost(const model::Config& c, const Pass& p) {
-  const double L = c.n_layer, d = c.n_embd, ff = c.n_ff, hd = c.head_dim;
+  const double L = c.n_layer, d = c.n_embd, hd = c.head_dim;
   const double nh = c.n_head, nkv = c.n_head_kv, qd = c.q_dim(), kvd = c.kv_dim();
   const double rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
   const double T = double(p.new_tokens), P = double(p.past), B = double(p.batch);
@@ -172,11 +191,19 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
 
   set(Op::O, times(matmul(rows, qd, d, p), L));
   set(Op::FfnNorm, times(ffn_norm, L));
-  set(Op::Gate, times(matmul(rows, d, ff, p), L));
-  set(Op::Up, times(matmul(rows, d, ff, p), L));
+  // Each token runs `ff` hidden units (k experts' in a MoE); the pass reads
+  // the weights of `ff_read` (all of a dense FFN, the experts it touches).
+  // The router's logits are counted with the gate, which shares its input;
+  // its softmax and top-k, and the weighted sum of the k experts' outputs
+  // (2·k·d per token, 2e-5 of Mixtral's expert FLOPs), are left out.
+  const double ff = ffn_hidden_per_token(c), ff_read = c.is_moe() ? experts_read(c, rows) * c.n_ff_exp : ff;
+  OpCost gate = matmul_reading(rows, d, ff, d * ff_read, p);
+  if (c.is_moe()) gate = plus(gate, matmul(rows, d, c.n_expert, p));
+  set(Op::Gate, times(gate, L));
+  set(Op::Up, times(matmul_reading(rows, d, ff, d * ff_read, p), L));
   const double act_flops = c.ffn_act == model::FfnAct::GeluTanh ? kGeluMulFlops : kSiluMulFlops;
   set(Op::SiluMul, times({act_flops * rows * ff, 0.0, 0.0, 3.0 * rows * ff * a}, L));
-  set(Op::Down, times(matmul(rows, ff, d, p), L));
+  set(Op::Down, times(matmul_reading(rows, ff, d, ff_read * d, p), L));
   // Two adds per layer, each reading two vectors and writing one.
   set(Op::Residual, times({2.0 * rows * d, 0.0, 0.0, 6.0 * rows * d * a}, L));
 
@@ -186,11 +213,16 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
 }
 
 ParamCount param_count(const model::Config& c) {
-  const double d = c.n_embd, ff = c.n_ff, qd = c.q_dim(), kvd = c.kv_dim();
+  const double d = c.n_embd, qd = c.q_dim(), kvd = c.kv_dim();
+  // A layer's gate, up and down: one FFN of n_ff, or n_expert of n_ff_exp
+  // and the router (n_expert x d).
+  const double expert = 3.0 * d * c.n_ff_exp;
+  const double ffn = c.is_moe() ? c.n_expert * expert + d * c.n_expert : 3.0 * d * c.n_ff;
   ParamCount n;
   n.embedding = double(c.n_vocab) * d;
   n.lm_head = c.tied_embeddings ? 0.0 : double(c.n_vocab) * d;
-  n.layers = double(c.n_layer) * (d * qd + 2.0 * d * kvd + qd * d + 3.0 * d * ff);
+  n.layers = double(c.n_layer) * (d * qd + 2.0 * d * kvd + qd * d + ffn);
+  n.idle_experts = double(c.n_layer) * double(c.n_expert - c.n_expert_used) * expert;
   n.norms = double(c.n_layer) * 2.0 * d + d;
   n.biases = c.qkv_bias ? double(c.n_layer) * (qd + 2.0 * kvd) : 0.0;
   if (c.qk_norm) n.norms += double(c.n_layer) * 2.0 * double(c.head_dim);
@@ -198,11 +230,15 @@ ParamCount param_count(const model::Config& c) {
   return n;
 }
 
+double ffn_hidden_per_token(const model::Config& c) {
+  return c.is_moe() ? double(c.n_expert_used) * c.n_ff_exp : double(c.n_ff);
+}
+
 std::array<MatmulJob, 5> matmul_jobs(const model::Config& c) {
-  const double L = c.n_layer, d = c.n_embd, ff = c.n_ff, qd = c.q_dim(), kvd = c.kv_dim();
+  const double L = c.n_layer, d = c.n_embd, ff = ffn_hidden_per_token(c), qd = c.q_dim(), kvd = c.kv_dim();
   return {{{{Op::Q, Op::K, Op::V}, 3, L * (qd + 2.0 * kvd), L, d},
            {{Op::O}, 1, L * d, L, qd},
-           {{Op::Gate, Op::Up}, 2, L * 2.0 * ff, L, d},
+           {{Op::Gate, Op::Up}, 2, L * (2.0 * ff + c.n_expert), L, d},
            {{Op::Down}, 1, L * d, L, ff},
            {{Op::LmHead}, 1, double(c.n_vocab), 1.0, d}}};
 }

@@ -7,7 +7,10 @@
 //  - Every other elementwise arithmetic op, and exp, counts 1 FLOP per element;
 //    per-row scalar work (1/sum, mean, rsqrt) is O(rows) and ignored.
 //  - Weights are read once per pass whatever the number of tokens and
-//    sequences in it: that is the whole point of batching.
+//    sequences in it: that is the whole point of batching. A mixture of
+//    experts reads only the experts its tokens are routed to (the expected
+//    number under uniform routing: cost.cpp), and its router's matrix,
+//    whose matmul is counted with the gate's (Op::Gate).
 //  - KV: each sequence's K and V for all P+T positions are read once per layer,
 //    and the T new positions are written once.
 //  - Activations: each op reads its inputs and writes its outputs once
@@ -91,14 +94,20 @@ Cost forward_cost(const model::Config& c, const Pass& p);
 // Parameters of the model by role (element counts, not bytes).
 struct ParamCount {
   double embedding = 0;  // token_embd
-  double layers = 0;     // attention + MLP matrices of all layers
+  double layers = 0;     // attention + MLP matrices of all layers (every expert and the router in a MoE)
   double lm_head = 0;    // output.weight; 0 when tied to token_embd
   double norms = 0;      // RMSNorm gains (stored f32 in GGUF)
   double biases = 0;     // Q/K/V projection biases (qwen2; f32 in GGUF)
+  double idle_experts = 0;  // of `layers`: the n_expert - n_expert_used experts a token skips; 0 when dense
   double total() const { return embedding + layers + lm_head + norms + biases; }
   double matrices() const { return embedding + layers + lm_head; }
+  double active() const { return total() - idle_experts; }  // what one token runs through
 };
 ParamCount param_count(const model::Config& c);
+
+// The FFN hidden units one token runs through: n_ff, or in a mixture of
+// experts its n_expert_used experts' n_ff_exp each.
+double ffn_hidden_per_token(const model::Config& c);
 
 // The matmul jobs of a pass as the engine runs them, each paying a fixed
 // start and tail (Efficiency::call_s): one per group of matrices that share
@@ -106,14 +115,18 @@ ParamCount param_count(const model::Config& c);
 // layer, then the LM head. `rows` is the weight rows (output features) the
 // job multiplies by: a one-token matmul computes one dot product, and pays
 // one row's fixed cost, per row. `calls` counts its jobs over all layers,
-// `cols` is the input features of one of them.
+// `cols` is the input features of one of them. In a mixture of experts the
+// rows and columns are one token's (ffn_hidden_per_token; the router's
+// n_expert rows with gate and up), so that FLOPs / (2·rows·cols) is still
+// the tokens; its experts' jobs count as one group per layer.
 struct MatmulJob {
   std::array<Op, 3> ops;
   size_t n_ops;
   double rows, calls, cols;
 };
 std::array<MatmulJob, 5> matmul_jobs(const model::Config& c);
-// Their sums: L·(q + 2·kv + d + 2·f + d) + V rows, 4·L + 1 calls.
+// Their sums: L·(q + 2·kv + d + 2·f + E + d) + V rows, 4·L + 1 calls,
+// f = ffn_hidden_per_token, E = n_expert (0 when dense).
 double matmul_rows(const model::Config& c);
 double matmul_calls(const model::Config& c);
 // Their input columns, converted once per call: L·(d + q + d + f) + d.

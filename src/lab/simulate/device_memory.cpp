@@ -51,10 +51,11 @@ DeviceMemory device_memory(const model::Config& c, const Layout& l, const Memory
               (n.layers * (1.0 - layer_share) + other_stage_matrix) * s.weight_bytes;
   m.kv = kv_cache_bytes(shard, s.kv_bytes, double(s.positions)) * double(s.batch) * layer_share;
   // The residual stream in and out of a layer and its widest intermediate
-  // (gate and up of the MLP), for every token of the largest pass, and the
-  // logits of each sequence's last token.
+  // (gate and up of the MLP: of each of a token's experts in a MoE, and the
+  // router's logits), for every token of the largest pass, and the logits of
+  // each sequence's last token.
   const double rows = double(s.batch) * double(s.pass_tokens);
-  m.activations = rows * (2.0 * shard.n_embd + 2.0 * shard.n_ff) * s.act_bytes +
+  m.activations = rows * (2.0 * shard.n_embd + 2.0 * ffn_hidden_per_token(shard) + shard.n_expert) * s.act_bytes +
                   double(s.batch) * double(shard.n_vocab) * kLogitBytes;
   m.usable = device_mem_bytes * kUsableMemoryFraction;
   return m;

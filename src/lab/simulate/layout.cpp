@@ -34,7 +34,9 @@ Layout make_layout(int tp, int pp, std::string_view link_id, const Hardware& hw)
 std::string layout_problem(const model::Config& c, const Layout& l) {
   const std::string tp = "--tp " + std::to_string(l.tp);
   if (c.n_head % l.tp != 0) return tp + " does not divide the model's " + std::to_string(c.n_head) + " query heads";
-  if (c.n_ff % l.tp != 0) return tp + " does not divide the model's MLP width " + std::to_string(c.n_ff);
+  if (c.ffn_width() % l.tp != 0)
+    return tp + " does not divide the model's " + (c.is_moe() ? "expert " : "") + "MLP width " +
+           std::to_string(c.ffn_width());
   if (c.n_head_kv % l.tp != 0 && l.tp % c.n_head_kv != 0)
     return tp + " neither divides nor is a multiple of the model's " + std::to_string(c.n_head_kv) + " KV heads";
   if (l.pp > c.n_layer)
@@ -55,6 +57,7 @@ model::Config tp_shard(const model::Config& c, int tp) {
   // its K and V are computed and cached on tp / n_kv_heads devices alike.
   s.n_head_kv = std::max(1, ceil_div(c.n_head_kv, tp));
   s.n_ff = ceil_div(c.n_ff, tp);
+  s.n_ff_exp = ceil_div(c.n_ff_exp, tp);  // each expert's columns; the router (n_expert rows) is whole
   s.n_vocab = ceil_div(c.n_vocab, tp);  // vocabulary-parallel embedding and LM head
   return s;
 }

@@ -3,14 +3,15 @@
 //
 // Tensor parallelism over N devices (Megatron-LM's split: Shoeybi et al.,
 // "Megatron-LM", 2019, section 3) gives each device 1/N of the query heads,
-// the MLP columns and the vocabulary; KV heads split while N <= n_kv_heads,
-// beyond that each device keeps one and each KV head is replicated on
-// N / n_kv_heads devices. It costs two all-reduces of the activations per
-// layer (after attention's output projection and after the MLP's down
-// projection). Pipeline parallelism over M stages gives each stage 1/M of the
-// layers and hands the activations on M - 1 times; at batch 1 the stages run
-// one after another (the pipeline bubble), so it relieves memory and never
-// speeds a stream up.
+// the MLP columns (each expert's in a mixture of experts, as vLLM's
+// tensor-parallel MoE layers split them; the router stays whole) and the
+// vocabulary; KV heads split while N <= n_kv_heads, beyond that each device
+// keeps one and each KV head is replicated on N / n_kv_heads devices. It
+// costs two all-reduces of the activations per layer (after attention's
+// output projection and after the MLP's down projection). Pipeline
+// parallelism over M stages gives each stage 1/M of the layers and hands the
+// activations on M - 1 times; at batch 1 the stages run one after another
+// (the pipeline bubble), so it relieves memory and never speeds a stream up.
 #pragma once
 #include <optional>
 #include <string>
@@ -38,8 +39,8 @@ struct Layout {
 Layout make_layout(int tp, int pp, std::string_view link_id, const Hardware& hw);
 
 // Why `c` does not split evenly over `l`, as engines require (query heads
-// and MLP width divisible by tp, KV heads divisible by tp or tp by KV heads,
-// no more stages than layers); empty when it does.
+// and MLP width, an expert's in a MoE, divisible by tp, KV heads divisible
+// by tp or tp by KV heads, no more stages than layers); empty when it does.
 std::string layout_problem(const model::Config& c, const Layout& l);
 // Throws kvlab::Error with layout_problem() when there is one.
 void check_layout(const model::Config& c, const Layout& l);

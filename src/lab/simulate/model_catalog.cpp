@@ -13,6 +13,7 @@
 #include "gguf/file.h"
 #include "lab/cost/cost.h"
 #include "lab/hardware/formats.h"
+#include "lab/report/units.h"
 #include "tensor/dtype.h"
 
 namespace kvlab::perf {
@@ -51,20 +52,32 @@ Config gemma3_1b() {
   return c;
 }
 
-// Qwen3: 128-wide heads, so q_dim = heads x 128 is not hidden_size (4096 of
-// 4096 in the 8B, 2048 of 1024 in the 0.6B).
-Config qwen3(const char* name, int layers, int embd, int ff, int heads, int kv_heads, bool tied) {
-  Config c = make("qwen3", name, layers, embd, ff, heads, kv_heads, 151936, 40960, 1000000.f, 1e-6f, tied);
+// Qwen3 (and Qwen3-MoE, arch qwen3moe): 128-wide heads, so q_dim = heads x
+// 128 is not hidden_size (4096 of 4096 in the 8B, 2048 of 1024 in the 0.6B).
+Config qwen3(const char* arch, const char* name, int layers, int embd, int ff, int heads, int kv_heads, bool tied) {
+  Config c = make(arch, name, layers, embd, ff, heads, kv_heads, 151936, 40960, 1000000.f, 1e-6f, tied);
   c.head_dim = c.rope_dim = 128;
+  return c;
+}
+
+// A mixture of experts: `experts` FFNs of `ff_exp` in every layer, `used`
+// of them per token (num_local_experts or num_experts, num_experts_per_tok,
+// moe_intermediate_size or intermediate_size). Both catalog MoEs
+// renormalise the picked weights, as apply_arch_traits sets.
+Config moe(Config c, int experts, int used, int ff_exp) {
+  c.n_expert = experts;
+  c.n_expert_used = used;
+  c.n_ff_exp = ff_exp;
   return c;
 }
 
 // Values copied from each model's config.json on the Hugging Face Hub
 // (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
 // num_key_value_heads, head_dim, vocab_size, max_position_embeddings,
-// rope_theta, rms_norm_eps, tie_word_embeddings, sliding_window).
-const std::array<ModelEntry, 12>& catalog() {
-  static const std::array<ModelEntry, 12> entries{{
+// rope_theta, rms_norm_eps, tie_word_embeddings, sliding_window, and the
+// experts' fields above).
+const std::array<ModelEntry, 14>& catalog() {
+  static const std::array<ModelEntry, 14> entries{{
       {"llama-3.1-8b", make("llama", "Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128256, 131072, 500000.f, 1e-5f, false),
        "Hugging Face meta-llama/Llama-3.1-8B config.json"},
       {"llama-2-7b", make("llama", "Llama-2-7B", 32, 4096, 11008, 32, 32, 32000, 4096, 10000.f, 1e-5f, false),
@@ -75,8 +88,10 @@ const std::array<ModelEntry, 12>& catalog() {
        "Hugging Face Qwen/Qwen2.5-7B config.json"},
       {"qwen2.5-0.5b", make("qwen2", "Qwen2.5-0.5B", 24, 896, 4864, 14, 2, 151936, 32768, 1000000.f, 1e-6f, true),
        "Hugging Face Qwen/Qwen2.5-0.5B config.json"},
-      {"qwen3-8b", qwen3("Qwen3-8B", 36, 4096, 12288, 32, 8, false), "Hugging Face Qwen/Qwen3-8B config.json"},
-      {"qwen3-0.6b", qwen3("Qwen3-0.6B", 28, 1024, 3072, 16, 8, true), "Hugging Face Qwen/Qwen3-0.6B config.json"},
+      {"qwen3-8b", qwen3("qwen3", "Qwen3-8B", 36, 4096, 12288, 32, 8, false),
+       "Hugging Face Qwen/Qwen3-8B config.json"},
+      {"qwen3-0.6b", qwen3("qwen3", "Qwen3-0.6B", 28, 1024, 3072, 16, 8, true),
+       "Hugging Face Qwen/Qwen3-0.6B config.json"},
       {"gemma-3-1b", gemma3_1b(), "Hugging Face google/gemma-3-1b-pt config.json"},
       {"llama-3.1-70b", make("llama", "Llama-3.1-70B", 80, 8192, 28672, 64, 8, 128256, 131072, 500000.f, 1e-5f, false),
        "Hugging Face meta-llama/Llama-3.1-70B config.json"},
@@ -86,6 +101,12 @@ const std::array<ModelEntry, 12>& catalog() {
        "Hugging Face HuggingFaceTB/SmolLM2-360M config.json"},
       {"smollm2-1.7b", make("llama", "SmolLM2-1.7B", 24, 2048, 8192, 32, 32, 49152, 8192, 130000.f, 1e-5f, true),
        "Hugging Face HuggingFaceTB/SmolLM2-1.7B config.json"},
+      {"mixtral-8x7b",
+       moe(make("llama", "Mixtral-8x7B-v0.1", 32, 4096, 14336, 32, 8, 32000, 32768, 1000000.f, 1e-5f, false), 8, 2,
+           14336),
+       "Hugging Face mistralai/Mixtral-8x7B-v0.1 config.json"},
+      {"qwen3-30b-a3b", moe(qwen3("qwen3moe", "Qwen3-30B-A3B", 48, 2048, 6144, 32, 4, false), 128, 8, 768),
+       "Hugging Face Qwen/Qwen3-30B-A3B config.json"},
   }};
   return entries;
 }
@@ -124,6 +145,45 @@ int required_int(const json& j, std::string_view origin, const char* key) {
 // Optional keys may also be null in HF configs (e.g. "head_dim": null).
 bool present(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
 
+bool optional_bool(const json& j, std::string_view origin, const char* key, bool fallback) {
+  if (!present(j, key)) return fallback;
+  if (!j[key].is_boolean()) field_error(origin, key, "must be true or false");
+  return j[key].get<bool>();
+}
+
+// HF's model_type where kvlab's architecture (GGUF's general.architecture)
+// is named otherwise: gemma3's text model, Mixtral (llama with experts) and
+// Qwen3-MoE.
+std::string arch_of(const std::string& model_type) {
+  if (model_type == "gemma3_text") return "gemma3";
+  if (model_type == "mixtral") return "llama";
+  if (model_type == "qwen3_moe") return "qwen3moe";
+  return model_type;
+}
+
+// The experts of a MoE config.json, if it has any: num_local_experts
+// (Mixtral) or num_experts (Qwen; absent or 0: dense), num_experts_per_tok,
+// and each expert's width, moe_intermediate_size, else intermediate_size
+// (Mixtral's is the expert's). norm_topk_prob defaults as the HF models do:
+// Mixtral always renormalises the picked weights, Qwen only when told.
+// Qwen's decoder_sparse_step and mlp_only_layers make some layers dense,
+// which kvlab does not model: only their defaults (1, []) are accepted.
+void read_hf_experts(const json& j, std::string_view origin, const std::string& model_type, Config& c) {
+  const char* count = present(j, "num_local_experts") ? "num_local_experts" : "num_experts";
+  if (!present(j, count) || j[count] == 0) return;
+  c.n_expert = required_int(j, origin, count);
+  c.n_expert_used = required_int(j, origin, "num_experts_per_tok");
+  if (c.n_expert_used > c.n_expert)
+    field_error(origin, "num_experts_per_tok",
+                "must not exceed " + std::string(count) + " (" + std::to_string(c.n_expert) + ")");
+  c.n_ff_exp = present(j, "moe_intermediate_size") ? required_int(j, origin, "moe_intermediate_size") : c.n_ff;
+  c.expert_weights_norm = optional_bool(j, origin, "norm_topk_prob", model_type == "mixtral");
+  if (present(j, "decoder_sparse_step") && j["decoder_sparse_step"] != 1)
+    field_error(origin, "decoder_sparse_step", "must be 1: dense layers between the experts' are not modelled");
+  if (present(j, "mlp_only_layers") && j["mlp_only_layers"] != json::array())
+    field_error(origin, "mlp_only_layers", "must be empty: dense layers among the experts' are not modelled");
+}
+
 // The dtype holding the most bytes among the layers' matrices ("blk.N.*",
 // two or more dimensions): the embedding table and norms are left out, as a
 // prompt's arithmetic runs in the layers.
@@ -151,12 +211,26 @@ void validate_config(const Config& c, std::string_view origin) {
                 std::to_string(c.n_head_kv) + ")");
 }
 
+std::string describe_params(const Config& c) {
+  const ParamCount n = param_count(c);
+  const std::string total = fmt_num(n.total() / 1e9) + " B";
+  return c.is_moe() ? total + " (" + fmt_num(n.active() / 1e9) + " B active)" : total;
+}
+
+std::string describe_ffn(const Config& c) {
+  if (!c.is_moe()) return std::to_string(c.n_ff);
+  return std::to_string(c.n_expert) + " experts of " + std::to_string(c.n_ff_exp) + ", " +
+         std::to_string(c.n_expert_used) + " per token";
+}
+
 Config parse_hf_config(std::string_view json_text, std::string_view origin) {
   const json j = parse_json(json_text, origin);
   if (!j.is_object()) throw Error(std::string(origin) + ": expected a JSON object");
 
   Config c;
-  c.arch = present(j, "model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "llama";
+  const std::string model_type =
+      present(j, "model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "llama";
+  c.arch = arch_of(model_type);
   if (present(j, "architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string())
     c.name = j["architectures"][0].get<std::string>();
@@ -185,16 +259,13 @@ Config parse_hf_config(std::string_view json_text, std::string_view origin) {
       field_error(origin, "rms_norm_eps", "must be a positive number");
     c.rms_eps = j["rms_norm_eps"].get<float>();
   }
-  if (present(j, "tie_word_embeddings")) {
-    if (!j["tie_word_embeddings"].is_boolean()) field_error(origin, "tie_word_embeddings", "must be true or false");
-    c.tied_embeddings = j["tie_word_embeddings"].get<bool>();
-  }
-  // The traits of the architectures kvlab runs (HF calls gemma3's text model
-  // gemma3_text); of the others, those that pair rotary dimensions (i, i + d/2).
-  if (c.arch == "gemma3_text") c.arch = "gemma3";
+  c.tied_embeddings = optional_bool(j, origin, "tie_word_embeddings", c.tied_embeddings);
+  // The traits of the architectures kvlab runs; of the others, those that
+  // pair rotary dimensions (i, i + d/2).
   if (!model::apply_arch_traits(c) && (c.arch == "gemma" || c.arch == "gpt_neox"))
     c.rope_order = model::RopeOrder::NeoX;
   if (c.swa_pattern > 0 && present(j, "sliding_window")) c.swa_window = required_int(j, origin, "sliding_window");
+  read_hf_experts(j, origin, model_type, c);  // after the traits, whose expert_weights_norm it overrides
   validate_config(c, origin);
   return c;
 }

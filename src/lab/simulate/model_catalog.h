@@ -50,11 +50,20 @@ ResolvedModel resolve_model(std::string_view name_or_path);
 // Hugging Face config.json: hidden_size, intermediate_size, num_hidden_layers,
 // num_attention_heads, vocab_size are required; num_key_value_heads, head_dim,
 // rope_theta, rms_norm_eps, tie_word_embeddings, max_position_embeddings,
-// model_type are optional. Errors name `origin` and the field.
+// model_type are optional, and so are a mixture of experts' num_local_experts
+// or num_experts, num_experts_per_tok (then required), moe_intermediate_size
+// and norm_topk_prob (model_type mixtral is llama with experts, qwen3_moe is
+// qwen3moe). Errors name `origin` and the field.
 model::Config parse_hf_config(std::string_view json_text, std::string_view origin);
 
 // Throws kvlab::Error unless the dimensions are positive and consistent
 // (heads divisible by KV heads).
 void validate_config(const model::Config& c, std::string_view origin);
+
+// How reports show a model's size and FFN: "46.7 B", with "(12.9 B active)"
+// for a mixture of experts (param_count's active()); "14336", or "8 experts
+// of 14336, 2 per token".
+std::string describe_params(const model::Config& c);
+std::string describe_ffn(const model::Config& c);
 
 }  // namespace kvlab::perf

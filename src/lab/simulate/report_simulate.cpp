@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "lab/report/report.h"
 #include "lab/report/units.h"
+#include "lab/simulate/model_catalog.h"
 #include "lab/simulate/simulate.h"
 
 namespace kvlab::perf {
@@ -60,11 +61,12 @@ std::string crossover_text(const Simulation& s) {
 // The heading and the first half of the inputs table: the model, its weights
 // and KV cache, and how matmuls and memory reads are priced.
 void render_inputs_md(std::ostringstream& o, const Simulation& s) {
-  const ParamCount n = param_count(s.model);
   o << "## Simulation: " << s.model_id << " on " << s.hw.name << "\n\n";
   o << "| input | value |\n|---|---|\n";
-  o << "| model | " << s.model_id << ", " << fmt_num(n.total() / 1e9) << " B parameters, " << s.model.n_layer
-    << " layers, " << s.model.n_head << "/" << s.model.n_head_kv << " query/KV heads |\n";
+  o << "| model | " << s.model_id << ", " << describe_params(s.model) << " parameters, " << s.model.n_layer
+    << " layers, " << s.model.n_head << "/" << s.model.n_head_kv << " query/KV heads";
+  if (s.model.is_moe()) o << ", FFN " << describe_ffn(s.model);
+  o << " |\n";
   o << "| weights | " << s.opt.weights << ", " << fmt_num(s.weight_bits) << " bits/weight, "
     << fmt_bytes(s.weight_bytes) << " |\n";
   o << "| KV cache | " << s.opt.kv << ", " << fmt_bytes(s.kv_bytes_per_token) << " per position per sequence |\n";
