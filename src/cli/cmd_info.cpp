@@ -41,8 +41,7 @@ void info(const InfoOptions& o) {
   std::printf("\n");
   std::printf("layers          %d\n", c.n_layer);
   std::printf("embedding       %d\n", c.n_embd);
-  std::printf("feed-forward    %s%s (%s)\n", perf::describe_ffn(c).c_str(),
-              c.is_moe() && c.expert_weights_norm ? ", their weights renormalised" : "",
+  std::printf("feed-forward    %s (%s)\n", perf::describe_ffn(c).c_str(),
               c.ffn_act == model::FfnAct::GeluTanh ? "GeGLU" : "SwiGLU");
   std::printf("heads           %d query, %d KV (group %d), head dim %d\n", c.n_head, c.n_head_kv, c.gqa_group(),
               c.head_dim);
@@ -74,9 +73,10 @@ void info(const InfoOptions& o) {
   if (c.swa_window > 0)
     std::printf("attention       sliding window of %d in %d of every %d layers (rope theta %g there)\n", c.swa_window,
                 c.swa_pattern - 1, c.swa_pattern, double(c.rope_theta_swa));
-  if (c.qkv_bias || c.qk_norm || c.post_norms)
-    std::printf("extras         %s%s%s\n", c.qkv_bias ? " q/k/v biases" : "", c.qk_norm ? " q/k norms" : "",
-                c.post_norms ? " post-norms" : "");
+  if (c.qkv_bias || c.qk_norm || c.post_norms || !c.input_norms)
+    std::printf("extras         %s%s%s%s\n", c.qkv_bias ? " q/k/v biases" : "",
+                !c.qk_norm ? "" : c.qk_norm_whole ? " q/k norms (all heads at once)" : " q/k norms",
+                c.post_norms ? " post-norms" : "", c.input_norms ? "" : " (no input norms)");
   if (c.attn_softcap > 0 || c.final_logit_softcap > 0)
     std::printf("soft caps       attention scores %g, logits %g (c·tanh(x/c); 0: none)\n", double(c.attn_softcap),
                 double(c.final_logit_softcap));

@@ -35,6 +35,15 @@ struct ArchSpec {
   // Whether the FFN may be (Optional: when {arch}.expert_count > 0) or must be
   // a mixture of experts, as llama.cpp builds it for the architecture.
   Experts experts = Experts::None;
+  bool expert_weights_norm = true;
+  // No expert_feed_forward_length: each expert is n_ff / n_expert_used wide
+  // (qwen2moe, qwen3moe), else n_ff (llama.cpp's defaults).
+  bool experts_split_n_ff = false;
+  // A shared expert: always (its width defaults to n_ff), or when
+  // {arch}.expert_shared_feed_forward_length > 0; gated by a sigmoid.
+  Experts shared_expert = Experts::None;
+  bool shared_expert_gated = false;
+  bool qk_norm_whole = false, input_norms = true;
   // What a file without the key gets, as llama.cpp gives it.
   int default_swa_window = 0;
   float default_attn_softcap = 0.f, default_final_softcap = 0.f;
@@ -66,7 +75,13 @@ struct ArchSpec {
 // (Config::attn_temperature; LLM_ARCH_MISTRAL3).
 // llama with experts is Mixtral (llama.cpp's LLM_ARCH_LLAMA with
 // expert_count > 0). qwen3moe is qwen3 with a mixture of experts in every
-// layer (LLM_ARCH_QWEN3MOE). Both normalise the picked experts' weights.
+// layer (LLM_ARCH_QWEN3MOE). Both normalise the picked experts' weights, as
+// granitemoe (granite's scalars, experts, an optional shared expert) does;
+// qwen2moe (qwen2 with experts and a sigmoid-gated shared expert) and olmoe
+// do not.
+// olmo2 (OLMo 2) normalises the outputs of attention and the FFN instead of
+// their inputs (post_norms, no input norms), and all of Q and all of K at
+// once before RoPE; olmoe has the input norms, the same QK-norm and experts.
 // gemma2 is gemma3 without QK-norm, with one local layer for each global one
 // (pattern 2), one RoPE base for both, and soft-capped attention scores
 // (llama.cpp: LLM_ARCH_GEMMA2).
@@ -77,9 +92,25 @@ constexpr std::array kArchs = {
     ArchSpec{.name = "smollm3", .no_rope_step = 4},
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
-    ArchSpec{.name = "qwen3moe", .rope_order = RopeOrder::NeoX, .qk_norm = true, .experts = Experts::Required},
+    ArchSpec{.name = "qwen3moe", .rope_order = RopeOrder::NeoX, .qk_norm = true, .experts = Experts::Required,
+             .experts_split_n_ff = true},
+    ArchSpec{.name = "qwen2moe",
+             .rope_order = RopeOrder::NeoX,
+             .qkv_bias = true,
+             .experts = Experts::Required,
+             .expert_weights_norm = false,
+             .experts_split_n_ff = true,
+             .shared_expert = Experts::Required,
+             .shared_expert_gated = true},
+    ArchSpec{.name = "olmo2", .rope_order = RopeOrder::NeoX, .qk_norm = true, .post_norms = true,
+             .qk_norm_whole = true, .input_norms = false},
+    ArchSpec{.name = "olmoe", .rope_order = RopeOrder::NeoX, .qk_norm = true, .experts = Experts::Required,
+             .expert_weights_norm = false, .qk_norm_whole = true},
     ArchSpec{.name = "phi3", .rope_order = RopeOrder::NeoX, .fused_gate_up = true},
-    ArchSpec{.name = "granite", .granite_scales = true},
+    ArchSpec{.name = "granite", .granite_scales = true, .experts = Experts::Optional,
+             .shared_expert = Experts::Optional},
+    ArchSpec{.name = "granitemoe", .granite_scales = true, .experts = Experts::Required,
+             .shared_expert = Experts::Optional},
     ArchSpec{.name = "mistral3", .yarn_keys = true},
     ArchSpec{.name = "gemma", .rope_order = RopeOrder::NeoX, .scale_embeddings = true, .ffn_act = FfnAct::GeluTanh},
     ArchSpec{.name = "gemma2",
@@ -177,8 +208,11 @@ void read_experts(const gguf::File& f, const std::string& p, const ArchSpec& spe
   const std::string used = p + "expert_used_count";
   c.n_expert_used = positive(f, used, f.require_int(used), c.n_expert);
   const std::string width = p + "expert_feed_forward_length";
-  const int fallback = spec.experts == Experts::Required ? c.n_ff / c.n_expert_used : c.n_ff;
+  const int fallback = spec.experts_split_n_ff ? c.n_ff / c.n_expert_used : c.n_ff;
   c.n_ff_exp = f.get_int(width) ? positive(f, width, *f.get_int(width), 1 << 20) : std::max(1, fallback);
+  const std::string shared = p + "expert_shared_feed_forward_length";
+  const int64_t shared_width = f.get_int(shared).value_or(spec.shared_expert == Experts::Required ? c.n_ff : 0);
+  if (spec.shared_expert != Experts::None && shared_width != 0) c.n_ff_shexp = positive(f, shared, shared_width, 1 << 20);
 }
 
 // Llama 4's attention temperature where the architecture reads it: 0 (none)
@@ -220,7 +254,10 @@ bool apply_arch_traits(Config& c) {
   c.fused_gate_up = spec->fused_gate_up;
   c.swa_pattern = spec->swa_pattern;
   c.no_rope_step = spec->no_rope_step;
-  c.expert_weights_norm = spec->experts != Experts::None;
+  c.expert_weights_norm = spec->experts != Experts::None && spec->expert_weights_norm;
+  c.shared_expert_gated = spec->shared_expert_gated;
+  c.qk_norm_whole = spec->qk_norm_whole;
+  c.input_norms = spec->input_norms;
   if (spec->swa_rope_base_is_global) c.rope_theta_swa = c.rope_theta;
   return true;
 }

@@ -2,6 +2,7 @@
 // Shared by the forward pass, the KV cache and perf::Cost, so that measured and
 // predicted FLOPs/bytes come from the same numbers.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,9 @@ struct Config {
 
   // gemma2 and gemma3 (Gemma Team 2024, 2025); all off for llama and qwen2.
   bool qk_norm = false;           // RMSNorm of each Q and K head before RoPE (blk.N.attn_{q,k}_norm)
+  bool qk_norm_whole = false;     // with qk_norm: over all of Q (q_dim) and all of K (kv_dim) at
+                                  // once, not head by head (olmo2, olmoe)
+  bool input_norms = true;        // RMSNorm before attention and the FFN (olmo2 has post_norms only)
   bool post_norms = false;        // RMSNorm of the attention and FFN outputs before each residual
                                   // add (blk.N.post_attention_norm, blk.N.post_ffw_norm)
   bool scale_embeddings = false;  // token embeddings times sqrt(n_embd)
@@ -76,10 +80,17 @@ struct Config {
   int n_expert_used = 0;             // {arch}.expert_used_count (top-k)
   int n_ff_exp = 0;                  // each expert's hidden size: {arch}.expert_feed_forward_length
   bool expert_weights_norm = false;  // the k picked probabilities are divided by their sum
+  // A shared expert (qwen2moe, granitemoe): a dense FFN of n_ff_shexp every
+  // token runs beside its picks, its output added to theirs; with
+  // shared_expert_gated, times sigmoid(w · x) first (blk.N.ffn_gate_inp_shexp).
+  int n_ff_shexp = 0;                // {arch}.expert_shared_feed_forward_length; 0: none
+  bool shared_expert_gated = false;
 
   bool is_moe() const { return n_expert > 0; }
   // The hidden size of the FFN a token runs through (an expert's, in a MoE).
   int ffn_width() const { return is_moe() ? n_ff_exp : n_ff; }
+  // The widest FFN a pass runs (the activation buffers' width).
+  int max_ffn_width() const { return std::max(ffn_width(), n_ff_shexp); }
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
@@ -123,7 +134,7 @@ namespace kvlab::model {
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, smollm3, qwen2, qwen3, qwen3moe, phi3, granite, mistral3, gemma, gemma2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, smollm3, qwen2, qwen3, qwen3moe, qwen2moe, olmo2, olmoe, phi3, granite, granitemoe, mistral3, gemma, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

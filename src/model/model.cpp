@@ -66,9 +66,8 @@ uint64_t Model::n_params() const {
 
 void Model::attention_block(const LayerWeights& l, int layer, std::span<const BatchEntry> batch, kv::Cache& cache,
                             Workspace& ws, kernels::ThreadPool& pool, StageClock& clock) const {
-  const Config& c = cfg_;
-  const size_t T = batch.size(), E = size_t(c.n_embd);
-  pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.attn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  const size_t T = batch.size();
+  input_norm(l.attn_norm, T, ws, pool);
   clock.mark(Stage::AttnNorm);
   // A few tokens (decode) store K and V into lines that are out of the
   // caches by now; ask for them before the matmuls, which take long enough
@@ -102,7 +101,10 @@ void Model::rope_and_store(const LayerWeights& l, int layer, std::span<const Bat
       kernels::add(&ws.k[t * kvd], l.bk.data(), kvd);
       kernels::add(&ws.v[t * kvd], l.bv.data(), kvd);
     }
-    if (c.qk_norm) {
+    if (c.qk_norm && c.qk_norm_whole) {
+      kernels::rmsnorm(&ws.q[t * qd], l.q_norm.data(), qd, c.rms_eps, &ws.q[t * qd]);
+      kernels::rmsnorm(&ws.k[t * kvd], l.k_norm.data(), kvd, c.rms_eps, &ws.k[t * kvd]);
+    } else if (c.qk_norm) {
       for (int h = 0; h < c.n_head; ++h) {
         float* qh = &ws.q[t * qd + size_t(h) * hd];
         kernels::rmsnorm(qh, l.q_norm.data(), hd, c.rms_eps, qh);
@@ -172,6 +174,15 @@ void Model::attend(int layer, std::span<const BatchEntry> batch, const kv::Cache
   kernels::attend_batch(ws.attn_items, G, hd, {scale, c.attn_softcap}, pool, ws.attn);
 }
 
+// xn = norm(x), or x itself where the architecture has no input norms (olmo2).
+void Model::input_norm(const std::vector<float>& weight, size_t T, Workspace& ws, kernels::ThreadPool& pool) const {
+  const size_t E = size_t(cfg_.n_embd);
+  pool.for_each(T, [&](size_t t, int) {
+    if (weight.empty()) std::copy_n(&ws.x[t * E], E, &ws.xn[t * E]);
+    else kernels::rmsnorm(&ws.x[t * E], weight.data(), E, cfg_.rms_eps, &ws.xn[t * E]);
+  });
+}
+
 // x += out, or x += norm(out) when the layer has a post-norm (gemma3), or
 // x += out * residual_scale (granite: rounded before the add, as llama.cpp's
 // separate scale and add are).
@@ -208,12 +219,14 @@ void Model::gated_ffn(const WeightMatrix& gate, const WeightMatrix& up, const We
 // A mixture of experts, as llama.cpp's build_moe_ffn builds it: the router
 // picks each token's experts (model/experts.h); each expert runs once over
 // the tokens that picked it; each pick's output times its weight, and a
-// token's picks added in pick order, replace xn. The routing and gathering
-// count as the gate and up projections' stage.
+// token's picks added in pick order, then the shared expert's output where
+// there is one, replace xn. The routing and gathering count as the gate and
+// up projections' stage.
 void Model::expert_ffn(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool,
                        StageClock& clock) const {
   const Config& c = cfg_;
   const size_t E = size_t(c.n_embd), K = size_t(c.n_expert_used);
+  if (c.n_ff_shexp > 0) shared_expert(l, T, ws, pool, clock);
   matmul(l.router, ws.xn.data(), T, ws.router_logits.data(), pool, ws.mm);
   for (size_t t = 0; t < T; ++t)
     pick_experts(&ws.router_logits[t * size_t(c.n_expert)], c.n_expert, c.n_expert_used, c.expert_weights_norm,
@@ -234,16 +247,30 @@ void Model::expert_ffn(const LayerWeights& l, size_t T, Workspace& ws, kernels::
     float* out = &ws.xn[t * E];
     std::copy_n(&ws.expert_sum[t * K * E], E, out);
     for (size_t j = 1; j < K; ++j) kernels::add(out, &ws.expert_sum[(t * K + j) * E], E);
+    if (c.n_ff_shexp > 0) kernels::add(out, &ws.shared_out[t * E], E);
+  });
+}
+
+// The shared expert's output for every token, into shared_out: times
+// sigmoid(w · xn) where it is gated (qwen2moe; llama.cpp's silu(s) / s).
+void Model::shared_expert(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool,
+                          StageClock& clock) const {
+  const size_t E = size_t(cfg_.n_embd);
+  gated_ffn(l.shared.gate, l.shared.up, l.shared.down, ws.xn.data(), T, ws.shared_out.data(), ws, pool, clock);
+  if (l.shared_gate.empty()) return;
+  pool.for_each(T, [&](size_t t, int) {
+    float s = 0.f;
+    for (size_t i = 0; i < E; ++i) s += l.shared_gate[i] * ws.xn[t * E + i];
+    const float gate = 1.0f / (1.0f + std::exp(-s));
+    for (size_t i = 0; i < E; ++i) ws.shared_out[t * E + i] *= gate;
   });
 }
 
 void Model::ffn_block(const LayerWeights& l, size_t T, Workspace& ws, kernels::ThreadPool& pool,
                       StageClock& clock) const {
-  const Config& c = cfg_;
-  const size_t E = size_t(c.n_embd);
-  pool.for_each(T, [&](size_t t, int) { kernels::rmsnorm(&ws.x[t * E], l.ffn_norm.data(), E, c.rms_eps, &ws.xn[t * E]); });
+  input_norm(l.ffn_norm, T, ws, pool);
   clock.mark(Stage::FfnNorm);
-  if (c.is_moe()) expert_ffn(l, T, ws, pool, clock);
+  if (cfg_.is_moe()) expert_ffn(l, T, ws, pool, clock);
   else gated_ffn(l.w_gate, l.w_up, l.w_down, ws.xn.data(), T, ws.xn.data(), ws, pool, clock);
   add_residual(l.ffn_post_norm, T, ws, pool);
   clock.mark(Stage::Residual);

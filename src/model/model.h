@@ -69,6 +69,9 @@ class Model {
                  size_t n, float* out, Workspace& ws, kernels::ThreadPool& pool, StageClock& clock) const;
   void expert_ffn(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool,
                   StageClock& clock) const;
+  void shared_expert(const LayerWeights& l, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool,
+                     StageClock& clock) const;
+  void input_norm(const std::vector<float>& weight, size_t n_tokens, Workspace& ws, kernels::ThreadPool& pool) const;
   void add_residual(const std::vector<float>& post_norm, size_t n_tokens, Workspace& ws,
                     kernels::ThreadPool& pool) const;
 

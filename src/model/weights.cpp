@@ -111,17 +111,24 @@ void bind_experts(const gguf::File& f, const Config& c, const std::string& p, La
   const auto up = expert_slices(f, p + "ffn_up_exps.weight", c.n_ff_exp, c.n_embd, c.n_expert);
   const auto down = expert_slices(f, p + "ffn_down_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert);
   for (size_t e = 0; e < gate.size(); ++e) l.experts.push_back({gate[e], up[e], down[e]});
+  if (c.n_ff_shexp == 0) return;
+  l.shared = {matrix(f, p + "ffn_gate_shexp.weight", c.n_ff_shexp, c.n_embd),
+              matrix(f, p + "ffn_up_shexp.weight", c.n_ff_shexp, c.n_embd),
+              matrix(f, p + "ffn_down_shexp.weight", c.n_embd, c.n_ff_shexp)};
+  if (c.shared_expert_gated) l.shared_gate = vector_f32(f, p + "ffn_gate_inp_shexp.weight", c.n_embd);
 }
 
 }  // namespace
 
 size_t LayerWeights::gate_up_bytes(int experts_per_token) const {
   if (experts.empty()) return w_gate.bytes() + w_up.bytes();
-  return router.bytes() + size_t(experts_per_token) * (experts.front().gate.bytes() + experts.front().up.bytes());
+  return router.bytes() + size_t(experts_per_token) * (experts.front().gate.bytes() + experts.front().up.bytes()) +
+         shared.gate.bytes() + shared.up.bytes() + shared_gate.size() * sizeof(float);
 }
 
 size_t LayerWeights::down_bytes(int experts_per_token) const {
-  return experts.empty() ? w_down.bytes() : size_t(experts_per_token) * experts.front().down.bytes();
+  if (experts.empty()) return w_down.bytes();
+  return size_t(experts_per_token) * experts.front().down.bytes() + shared.down.bytes();
 }
 
 size_t Weights::matmul_bytes() const {
@@ -154,21 +161,23 @@ Weights bind_weights(const gguf::File& f, const Config& c) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights l;
     refuse_unused_biases(f, c, p);
-    l.attn_norm = vector_f32(f, p + "attn_norm.weight", c.n_embd);
+    if (c.input_norms) {
+      l.attn_norm = vector_f32(f, p + "attn_norm.weight", c.n_embd);
+      l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.n_embd);
+    }
     bind_qkv(f, c, p, l);
     l.wo = matrix(f, p + "attn_output.weight", c.n_embd, c.q_dim());
     if (c.qk_norm) {
-      l.q_norm = vector_f32(f, p + "attn_q_norm.weight", c.head_dim);
-      l.k_norm = vector_f32(f, p + "attn_k_norm.weight", c.head_dim);
+      l.q_norm = vector_f32(f, p + "attn_q_norm.weight", c.qk_norm_whole ? c.q_dim() : c.head_dim);
+      l.k_norm = vector_f32(f, p + "attn_k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     }
     if (c.post_norms) {
       l.attn_post_norm = vector_f32(f, p + "post_attention_norm.weight", c.n_embd);
       l.ffn_post_norm = vector_f32(f, p + "post_ffw_norm.weight", c.n_embd);
     }
-    l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.n_embd);
     if (c.is_moe()) {
-    bind_experts(f, c, p, l);
-  } else if (c.fused_gate_up) {
+      bind_experts(f, c, p, l);
+    } else if (c.fused_gate_up) {
       const WeightMatrix gate_up = matrix(f, p + "ffn_up.weight", 2 * c.n_ff, c.n_embd);
       l.w_gate = rows_of(gate_up, 0, c.n_ff);
       l.w_up = rows_of(gate_up, c.n_ff, c.n_ff);
@@ -186,14 +195,17 @@ void relayout_for_kernels(Weights& w, gguf::File& file) {
   auto relayout = [&](WeightMatrix& m) {
     if (uint8_t* bytes = file.resident_bytes(m.data)) kernels::relayout_rows8(m, bytes);
   };
+  auto relayout_ffn = [&](ExpertWeights& x) {
+    for (WeightMatrix* m : {&x.gate, &x.up, &x.down}) relayout(*m);
+  };
   const bool tied = w.output.data == w.token_embd.data;
   relayout(w.token_embd);
   if (tied) w.output = w.token_embd;  // one tensor: re-laid out once
   else relayout(w.output);
   for (auto& l : w.layers) {
     for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) relayout(*m);
-    for (ExpertWeights& x : l.experts)
-      for (WeightMatrix* m : {&x.gate, &x.up, &x.down}) relayout(*m);
+    for (ExpertWeights& x : l.experts) relayout_ffn(x);
+    relayout_ffn(l.shared);
   }
 }
 

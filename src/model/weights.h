@@ -22,7 +22,7 @@ struct ExpertWeights {
 };
 
 struct LayerWeights {
-  std::vector<float> attn_norm;  // (n_embd)
+  std::vector<float> attn_norm;  // (n_embd)  empty unless Config::input_norms, as ffn_norm
   WeightMatrix wq;               // (q_dim  x n_embd)   blk.N.attn_q
   WeightMatrix wk;               // (kv_dim x n_embd)   blk.N.attn_k
   WeightMatrix wv;               // (kv_dim x n_embd)   blk.N.attn_v
@@ -30,7 +30,7 @@ struct LayerWeights {
   std::vector<float> bq;         // (q_dim)             blk.N.attn_q.bias
   std::vector<float> bk, bv;     // (kv_dim)            blk.N.attn_k.bias, attn_v.bias
   // gemma3 (Config::qk_norm, Config::post_norms), else empty:
-  std::vector<float> q_norm, k_norm;    // (head_dim)  blk.N.attn_q_norm, attn_k_norm
+  std::vector<float> q_norm, k_norm;    // (head_dim; qk_norm_whole: q_dim, kv_dim)  blk.N.attn_q_norm, attn_k_norm
   std::vector<float> attn_post_norm;    // (n_embd)    blk.N.post_attention_norm
   std::vector<float> ffn_post_norm;     // (n_embd)    blk.N.post_ffw_norm
   WeightMatrix wo;               // (n_embd x q_dim)    blk.N.attn_output
@@ -41,6 +41,8 @@ struct LayerWeights {
   // Config::is_moe() in place of the three above:
   WeightMatrix router;               // (n_expert x n_embd) blk.N.ffn_gate_inp
   std::vector<ExpertWeights> experts;  // (n_expert)
+  ExpertWeights shared;                // Config::n_ff_shexp > 0: blk.N.ffn_{gate,up,down}_shexp
+  std::vector<float> shared_gate;      // (n_embd) shared_expert_gated: blk.N.ffn_gate_inp_shexp
 
   // Bytes a one-token pass reads for the FFN's gate and up projections
   // (with the router and `experts_per_token` experts' in a MoE) and for its

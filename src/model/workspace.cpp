@@ -11,14 +11,15 @@ Workspace::Workspace(const Config& c, int max_tokens, int n_ctx, int n_threads)
   k.resize(T * size_t(c.kv_dim()));
   v.resize(T * size_t(c.kv_dim()));
   att.resize(T * size_t(c.q_dim()));
-  gate.resize(T * size_t(c.ffn_width()));
-  up.resize(T * size_t(c.ffn_width()));
+  gate.resize(T * size_t(c.max_ffn_width()));
+  up.resize(T * size_t(c.max_ffn_width()));
   if (c.is_moe()) {
     router_logits.resize(T * size_t(c.n_expert));
     picks.resize(T * size_t(c.n_expert_used));
     expert_in.resize(T * size_t(c.n_embd));
     expert_out.resize(T * size_t(c.n_embd));
     expert_sum.resize(T * size_t(c.n_expert_used) * size_t(c.n_embd));
+    if (c.n_ff_shexp > 0) shared_out.resize(T * size_t(c.n_embd));
   }
   rope.resize(T * size_t(c.rope_dim));
   if (c.swa_window > 0) rope_swa.resize(T * size_t(c.rope_dim));

@@ -46,6 +46,7 @@ class Workspace {
   AlignedVector<float> expert_in;     // (T, n_embd) the rows of one expert's tokens
   AlignedVector<float> expert_out;    // (T, n_embd) its down projection's
   AlignedVector<float> expert_sum;    // (T, n_expert_used, n_embd) each pick's weighted output
+  AlignedVector<float> shared_out;    // (T, n_embd) the shared expert's output (Config::n_ff_shexp)
   std::vector<float> rope;      // (T, rope_dim) cos/sin pairs per token
   std::vector<float> rope_swa;  // (T, rope_dim) the same for local layers (gemma3), else empty
   std::vector<kernels::AttnItem> attn_items;  // (T * n_head_kv) one per token and KV head

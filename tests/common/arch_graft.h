@@ -1,5 +1,5 @@
-// Real smollm3-, qwen2-, qwen3-, qwen3moe-, phi3-, gemma2- and gemma3-architecture models, Mixtral-style
-// mixtures of experts, and a llama model with
+// Real models of the architectures kvlab runs (smollm3, qwen2, qwen3, the
+// mixtures of experts, olmo2, phi3, granite, the gemmas, ...), and a llama model with
 // Llama 3's RoPE frequency factors, for tests, made from a real llama one (no
 // small model of any of them is at hand).
 //
@@ -49,14 +49,18 @@
 //    parameters of its own (betas, log multiplier) and Llama 4's attention
 //    temperature over an original context of 64 positions, so the test
 //    positions scale the queries by up to 1 + 0.1 ln 8.
-//  - mixtral_graft and qwen3moe_graft (the qwen3 graft's rows and QK-norms)
-//    make every layer's FFN a mixture of experts (MoeGraft): expert e of
-//    layer i is the llama model's FFN of layer (i + e) mod n_layer, and a
-//    fixed wave routes each token to 2 of 4. Another network than the llama
-//    model.
+//  - mixtral_graft, qwen3moe_graft (the qwen3 graft's rows and QK-norms),
+//    qwen2moe_graft (qwen2's, and a gated shared expert), granitemoe_graft
+//    (granite's scalars, an ungated shared expert) and olmoe_graft (whole-Q
+//    and whole-K norms, KV heads repeated to MHA) make every layer's FFN a
+//    mixture of experts (MoeGraft): expert e of layer i is the llama model's
+//    FFN of layer (i + e) mod n_layer, and a fixed wave routes each token to
+//    2 of 4. Other networks than the llama model.
+//  - olmo2_graft moves the norms after attention and the FFN and normalises
+//    all of Q and all of K at once.
 // Weights, tokenizer and the other hyper-parameters are copied unchanged.
 //
-// tests/golden/stories260K-{smollm3,qwen2,qwen3,qwen3moe,mixtral,phi3,granite,mistral3,gemma,gemma2,gemma3,llama3,yarn}.generate.json hold llama.cpp's
+// tests/golden/stories260K-<graft>.generate.json hold llama.cpp's
 // outputs for the grafts of stories260K with the k*Graft* constants below
 // (tools/arch_graft.cpp writes the files gen_golden.py reads).
 #pragma once
@@ -111,7 +115,7 @@ struct Mistral3Scaling {
 // The mixture of experts the mixtral and qwen3moe grafts put in each layer.
 struct MoeGraft {
   int n_expert = 4, n_expert_used = 2;
-  float router_scale = 0.5f;  // the router weights' amplitude: picks that vary from token to token
+  float router_scale = 0.5f;  // the router's (and the shared expert's gate's) amplitude: picks vary by token
 };
 
 namespace graft_detail {
@@ -191,12 +195,19 @@ inline void add_qk_norms(gguf::Writer& w, int i, int64_t head_dim) {
 
 }  // namespace graft_detail
 
-inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool with_biases = true) {
-  using namespace graft_detail;
+namespace graft_detail {
+
+inline bool is_dense_ffn(const std::string& name) {
+  return name.ends_with(".ffn_gate.weight") || name.ends_with(".ffn_up.weight") || name.ends_with(".ffn_down.weight");
+}
+
+// qwen2's tensors: NeoX rows and fixed Q/K/V biases (none with
+// with_biases = false); the dense FFN's left out unless dense_ffn.
+inline void add_qwen2_tensors(gguf::Writer& w, const gguf::File& llama, float bias_scale, bool with_biases,
+                              bool dense_ffn) {
   const int64_t head_dim = head_dim_of(llama);
-  gguf::Writer w;
-  copy_metadata(llama, "qwen2", w);
   for (const gguf::TensorInfo& t : llama.tensors()) {
+    if (!dense_ffn && is_dense_ffn(t.name)) continue;
     w.add_tensor(t.name, t.dims, t.dtype, neox_bytes(t, head_dim));
     const bool proj = t.name.ends_with(".attn_q.weight") || t.name.ends_with(".attn_k.weight") ||
                       t.name.ends_with(".attn_v.weight");
@@ -205,6 +216,14 @@ inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool 
       add_f32(w, base + ".bias", wave(size_t(t.rows()), layer_of(t.name), bias_scale, 0.f));
     }
   }
+}
+
+}  // namespace graft_detail
+
+inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool with_biases = true) {
+  gguf::Writer w;
+  graft_detail::copy_metadata(llama, "qwen2", w);
+  graft_detail::add_qwen2_tensors(w, llama, bias_scale, with_biases, true);
   return w;
 }
 
@@ -356,12 +375,20 @@ inline gguf::Writer llama3_graft(const gguf::File& llama, const Llama3Scaling& s
   return llama3_graft(llama, llama3_rope_divisors(size_t(graft_detail::head_dim_of(llama)), theta, s));
 }
 
+namespace graft_detail {
+
+inline void set_granite_scales(gguf::Writer& w, const std::string& arch, const GraniteScales& s) {
+  w.set_f32(arch + ".embedding_scale", s.embedding);
+  w.set_f32(arch + ".residual_scale", s.residual);
+  w.set_f32(arch + ".attention.scale", s.attention);
+  w.set_f32(arch + ".logit_scale", s.logit);
+}
+
+}  // namespace graft_detail
+
 inline gguf::Writer granite_graft(const gguf::File& llama, const GraniteScales& s = {}) {
   gguf::Writer w = graft_detail::renamed(llama, "granite");
-  w.set_f32("granite.embedding_scale", s.embedding);
-  w.set_f32("granite.residual_scale", s.residual);
-  w.set_f32("granite.attention.scale", s.attention);
-  w.set_f32("granite.logit_scale", s.logit);
+  graft_detail::set_granite_scales(w, "granite", s);
   return w;
 }
 
@@ -377,8 +404,18 @@ inline gguf::Writer mistral3_graft(const gguf::File& llama, const Mistral3Scalin
 
 namespace graft_detail {
 
-inline bool is_dense_ffn(const std::string& name) {
-  return name.ends_with(".ffn_gate.weight") || name.ends_with(".ffn_up.weight") || name.ends_with(".ffn_down.weight");
+// The llama model's tensors but its dense FFN's, which a mixture of experts
+// replaces; Q/K rows in NeoX order where `neox`.
+inline void add_all_but_ffn(gguf::Writer& w, const gguf::File& llama, bool neox) {
+  const int64_t head_dim = head_dim_of(llama);
+  for (const gguf::TensorInfo& t : llama.tensors())
+    if (!is_dense_ffn(t.name))
+      w.add_tensor(t.name, t.dims, t.dtype, neox ? neox_bytes(t, head_dim) : std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+}
+
+// The bytes of layer `layer`'s dense FFN matrix `kind` (gate, up, down).
+inline const gguf::TensorInfo& ffn_of(const gguf::File& llama, int64_t layer, const std::string& kind) {
+  return *llama.find_tensor("blk." + std::to_string(layer) + ".ffn_" + kind + ".weight");
 }
 
 // Every layer's FFN as a mixture of experts: expert e of layer i is the
@@ -394,12 +431,12 @@ inline void add_experts(gguf::Writer& w, const gguf::File& llama, const std::str
     const std::string p = "blk." + std::to_string(i) + ".";
     for (const std::string kind : {"gate", "up", "down"}) {
       std::vector<std::vector<uint8_t>> experts;
-      const gguf::TensorInfo* t = nullptr;
       for (int e = 0; e < m.n_expert; ++e) {
-        t = llama.find_tensor("blk." + std::to_string((i + e) % n_layer) + ".ffn_" + kind + ".weight");
-        experts.emplace_back(t->data, t->data + t->n_bytes);
+        const gguf::TensorInfo& t = ffn_of(llama, (i + e) % n_layer, kind);
+        experts.emplace_back(t.data, t.data + t.n_bytes);
       }
-      w.add_tensor(p + "ffn_" + kind + "_exps.weight", {t->dims[0], t->dims[1], uint64_t(m.n_expert)}, t->dtype,
+      const gguf::TensorInfo& t = ffn_of(llama, i, kind);
+      w.add_tensor(p + "ffn_" + kind + "_exps.weight", {t.dims[0], t.dims[1], uint64_t(m.n_expert)}, t.dtype,
                    stacked_rows(experts));
     }
     const std::vector<float> router = wave(n_embd * uint64_t(m.n_expert), i + 23, m.router_scale, 0.f);
@@ -408,17 +445,51 @@ inline void add_experts(gguf::Writer& w, const gguf::File& llama, const std::str
   }
 }
 
+// A shared expert in every layer, as wide as the llama model's FFN: layer
+// i's is the FFN of layer (i + n_expert) mod n_layer, one no expert of the
+// layer copies (in stories260K's 5 layers with 4 experts); with `gated`, a
+// sigmoid gate of fixed weights (qwen2moe).
+inline void add_shared_experts(gguf::Writer& w, const gguf::File& llama, const std::string& arch, const MoeGraft& m,
+                               bool gated) {
+  const int64_t n_layer = llama.require_int("llama.block_count");
+  const uint64_t n_embd = uint64_t(llama.require_int("llama.embedding_length"));
+  w.set_u32(arch + ".expert_shared_feed_forward_length", uint32_t(llama.require_int("llama.feed_forward_length")));
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    for (const std::string kind : {"gate", "up", "down"}) {
+      const gguf::TensorInfo& t = ffn_of(llama, (i + m.n_expert) % n_layer, kind);
+      w.add_tensor(p + "ffn_" + kind + "_shexp.weight", t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+    }
+    if (gated) add_f32(w, p + "ffn_gate_inp_shexp.weight", wave(n_embd, i + 29, m.router_scale, 0.f));
+  }
+}
+
+// OLMo's QK-norm weights near 1: one over all of Q, one over all of K.
+inline void add_whole_qk_norms(gguf::Writer& w, int i, size_t q_dim, size_t kv_dim) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  add_f32(w, p + "attn_q_norm.weight", wave(q_dim, i, 0.1f, 1.f));
+  add_f32(w, p + "attn_k_norm.weight", wave(kv_dim, i + 7, 0.1f, 1.f));
+}
+
+// K or V rows with each KV head repeated for the `group` query heads that
+// read it: grouped-query attention as multi-head attention, the same network.
+inline std::vector<uint8_t> repeated_heads(const std::vector<uint8_t>& rows, size_t row_bytes, size_t head_dim,
+                                           size_t group) {
+  std::vector<uint8_t> out;
+  const size_t head_bytes = head_dim * row_bytes;
+  for (size_t h = 0; h < rows.size() / head_bytes; ++h)
+    for (size_t g = 0; g < group; ++g) out.insert(out.end(), rows.begin() + h * head_bytes, rows.begin() + (h + 1) * head_bytes);
+  return out;
+}
+
 }  // namespace graft_detail
 
 // Mixtral: llama with a mixture of experts in every layer.
 inline gguf::Writer mixtral_graft(const gguf::File& llama, const MoeGraft& m = {}) {
-  using namespace graft_detail;
-  head_dim_of(llama);  // a llama model
   gguf::Writer w;
-  copy_metadata(llama, "llama", w);
-  for (const gguf::TensorInfo& t : llama.tensors())
-    if (!is_dense_ffn(t.name)) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
-  add_experts(w, llama, "llama", m);
+  graft_detail::copy_metadata(llama, "llama", w);
+  graft_detail::add_all_but_ffn(w, llama, false);
+  graft_detail::add_experts(w, llama, "llama", m);
   return w;
 }
 
@@ -430,10 +501,82 @@ inline gguf::Writer qwen3moe_graft(const gguf::File& llama, const MoeGraft& m = 
   gguf::Writer w;
   copy_metadata(llama, "qwen3moe", w);
   w.set_u32("qwen3moe.expert_feed_forward_length", uint32_t(llama.require_int("llama.feed_forward_length")));
-  for (const gguf::TensorInfo& t : llama.tensors())
-    if (!is_dense_ffn(t.name)) w.add_tensor(t.name, t.dims, t.dtype, neox_bytes(t, head_dim));
+  add_all_but_ffn(w, llama, true);
   for (int i = 0; i < n_layer; ++i) add_qk_norms(w, i, head_dim);
   add_experts(w, llama, "qwen3moe", m);
+  return w;
+}
+
+// qwen2moe: qwen2's graft (NeoX rows, Q/K/V biases) with experts whose
+// weights are not renormalised, and a gated shared expert.
+inline gguf::Writer qwen2moe_graft(const gguf::File& llama, const MoeGraft& m = {}) {
+  using namespace graft_detail;
+  gguf::Writer w;
+  copy_metadata(llama, "qwen2moe", w);
+  w.set_u32("qwen2moe.expert_feed_forward_length", uint32_t(llama.require_int("llama.feed_forward_length")));
+  add_qwen2_tensors(w, llama, kQwen2GraftBias, true, false);
+  add_experts(w, llama, "qwen2moe", m);
+  add_shared_experts(w, llama, "qwen2moe", m, true);
+  return w;
+}
+
+// granitemoe: granite's scalars, experts (each n_ff wide, as granitemoe
+// reads them) and an ungated shared expert.
+inline gguf::Writer granitemoe_graft(const gguf::File& llama, const MoeGraft& m = {}, const GraniteScales& s = {}) {
+  using namespace graft_detail;
+  gguf::Writer w;
+  copy_metadata(llama, "granitemoe", w);
+  set_granite_scales(w, "granitemoe", s);
+  add_all_but_ffn(w, llama, false);
+  add_experts(w, llama, "granitemoe", m);
+  add_shared_experts(w, llama, "granitemoe", m, false);
+  return w;
+}
+
+// olmoe: NeoX rows, QK-norm over all of Q and all of K, and experts whose
+// weights are not renormalised. llama.cpp's olmoe has K as wide as Q, so the
+// graft repeats each KV head for the query heads that read it.
+inline gguf::Writer olmoe_graft(const gguf::File& llama, const MoeGraft& m = {}) {
+  using namespace graft_detail;
+  const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
+  const int64_t n_head = llama.require_int("llama.attention.head_count");
+  const size_t group = size_t(n_head / llama.get_int("llama.attention.head_count_kv").value_or(n_head));
+  gguf::Writer w;
+  copy_metadata(llama, "olmoe", w, {"olmoe.attention.head_count_kv"});
+  w.set_u32("olmoe.attention.head_count_kv", uint32_t(n_head));
+  for (const gguf::TensorInfo& t : llama.tensors()) {
+    if (is_dense_ffn(t.name)) continue;
+    std::vector<uint8_t> bytes = neox_bytes(t, head_dim);
+    const bool kv = t.name.ends_with(".attn_k.weight") || t.name.ends_with(".attn_v.weight");
+    if (!kv) w.add_tensor(t.name, t.dims, t.dtype, bytes);
+    else w.add_tensor(t.name, {t.dims[0], t.dims[1] * group}, t.dtype,
+                      repeated_heads(bytes, size_t(t.n_bytes) / size_t(t.rows()), size_t(head_dim), group));
+  }
+  const size_t q_dim = size_t(n_head * head_dim);
+  for (int i = 0; i < n_layer; ++i) add_whole_qk_norms(w, i, q_dim, q_dim);
+  add_experts(w, llama, "olmoe", m);
+  return w;
+}
+
+// olmo2: NeoX rows, QK-norm over all of Q and all of K, and norms after
+// attention and the FFN (weights near 1) instead of before them.
+inline gguf::Writer olmo2_graft(const gguf::File& llama) {
+  using namespace graft_detail;
+  const int64_t head_dim = head_dim_of(llama), n_layer = llama.require_int("llama.block_count");
+  const int64_t n_head = llama.require_int("llama.attention.head_count");
+  const int64_t n_kv = llama.get_int("llama.attention.head_count_kv").value_or(n_head);
+  const size_t n_embd = size_t(llama.require_int("llama.embedding_length"));
+  gguf::Writer w;
+  copy_metadata(llama, "olmo2", w);
+  for (const gguf::TensorInfo& t : llama.tensors())
+    if (!t.name.ends_with(".attn_norm.weight") && !t.name.ends_with(".ffn_norm.weight"))
+      w.add_tensor(t.name, t.dims, t.dtype, neox_bytes(t, head_dim));
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    add_whole_qk_norms(w, i, size_t(n_head * head_dim), size_t(n_kv * head_dim));
+    add_f32(w, p + "post_attention_norm.weight", wave(n_embd, i + 13, 0.1f, 1.f));
+    add_f32(w, p + "post_ffw_norm.weight", wave(n_embd, i + 19, 0.1f, 1.f));
+  }
   return w;
 }
 

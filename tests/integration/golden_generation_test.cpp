@@ -243,15 +243,53 @@ TEST(GoldenGeneration, Phi3ContextSizeChoosesTheLongRopeFactors) {
   EXPECT_EQ(c.swa_window, 0);
 }
 
-// Mixtral (llama with experts) and qwen3moe: every layer's FFN a mixture
-// of 4 experts, 2 per token, picked by the router's softmax and weighted by
-// their renormalised probabilities (MoeGraft).
-TEST(GoldenGeneration, MixtralGraftMatchesLlamaCppExactly) {
-  check_graft("stories260K-mixtral", test::mixtral_graft(gguf::File::open(test::kStories)));
+// The mixture-of-experts grafts (MoeGraft: 4 experts, 2 per token). A
+// token whose second and third experts the router nearly ties (probability
+// gaps down to 1e-4 occur in these prompts) is routed by the engines'
+// rounding, which then moves later logits by up to about 0.025 (the qwen2moe
+// graft, whose biases leave more rounding in the hidden states): ties under
+// 1e-2 are exempt, two at most, and top-5 logits must agree within 3e-2.
+void check_moe_graft(const std::string& stem, const gguf::Writer& graft) {
+  test::ScratchDir dir;
+  const std::string path = dir.file(stem + ".gguf");
+  graft.write(path);
+  const auto st = check_fixture(stem + ".generate.json", path, 1e-2, 3e-2);
+  EXPECT_EQ(st.agreed + st.exempt, st.steps);
+  EXPECT_LE(st.exempt, 2);
 }
 
-TEST(GoldenGeneration, Qwen3MoeGraftMatchesLlamaCppExactly) {
-  check_graft("stories260K-qwen3moe", test::qwen3moe_graft(gguf::File::open(test::kStories)));
+// Mixtral (llama with experts) and qwen3moe: the picks' weights are their
+// probabilities renormalised over the picks.
+TEST(GoldenGeneration, MixtralGraftMatchesLlamaCpp) {
+  check_moe_graft("stories260K-mixtral", test::mixtral_graft(gguf::File::open(test::kStories)));
+}
+
+TEST(GoldenGeneration, Qwen3MoeGraftMatchesLlamaCpp) {
+  check_moe_graft("stories260K-qwen3moe", test::qwen3moe_graft(gguf::File::open(test::kStories)));
+}
+
+// qwen2moe: the picks' weights are not renormalised, and a shared expert
+// gated by sigmoid(w · x) adds to them; qwen2's biases and NeoX RoPE.
+TEST(GoldenGeneration, Qwen2MoeGraftMatchesLlamaCpp) {
+  check_moe_graft("stories260K-qwen2moe", test::qwen2moe_graft(gguf::File::open(test::kStories)));
+}
+
+// granitemoe: granite's four scalars, renormalised picks and an ungated
+// shared expert.
+TEST(GoldenGeneration, GraniteMoeGraftMatchesLlamaCpp) {
+  check_moe_graft("stories260K-granitemoe", test::granitemoe_graft(gguf::File::open(test::kStories)));
+}
+
+// olmoe: RMSNorm over all of Q and all of K before RoPE, picks not
+// renormalised.
+TEST(GoldenGeneration, OlmoeGraftMatchesLlamaCpp) {
+  check_moe_graft("stories260K-olmoe", test::olmoe_graft(gguf::File::open(test::kStories)));
+}
+
+// olmo2: no norms before attention and the FFN, norms of their outputs
+// before each residual add, and olmoe's QK-norm.
+TEST(GoldenGeneration, Olmo2GraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-olmo2", test::olmo2_graft(gguf::File::open(test::kStories)));
 }
 
 // granite: embeddings x 1.5, each residual branch x 0.8, attention scores

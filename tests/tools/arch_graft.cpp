@@ -1,48 +1,59 @@
-// Writes a smollm3, qwen2, qwen3, phi3, granite, mistral3, gemma, gemma2, gemma3, llama3, yarn, mixtral or
-// qwen3moe graft of a llama GGUF (tests/common/arch_graft.h),
-// for tests/golden/gen_golden.py to run through llama.cpp:
+// Writes a graft of a llama GGUF under another architecture
+// (tests/common/arch_graft.h), for tests/golden/gen_golden.py to run through
+// llama.cpp:
 //
-//   build/tests/kvlab_arch_graft smollm3 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft qwen2 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft qwen3 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft phi3 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft granite tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft mistral3 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft gemma tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft gemma2 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft gemma3 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft llama3 tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft yarn tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft mixtral tests/models/stories260K.gguf OUT.gguf
-//   build/tests/kvlab_arch_graft qwen3moe tests/models/stories260K.gguf OUT.gguf
+//   build/tests/kvlab_arch_graft ARCH tests/models/stories260K.gguf OUT.gguf
+//
+// ARCH: one of the names below (the usage line lists them).
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "common/arch_graft.h"
 
+namespace {
+
+using kvlab::gguf::File;
+using kvlab::gguf::Writer;
+namespace test = kvlab::test;
+
+const std::map<std::string, std::function<Writer(const File&)>>& grafts() {
+  static const std::map<std::string, std::function<Writer(const File&)>> g = {
+      {"smollm3", [](const File& f) { return test::smollm3_graft(f); }},
+      {"qwen2", [](const File& f) { return test::qwen2_graft(f, test::kQwen2GraftBias); }},
+      {"qwen3", [](const File& f) { return test::qwen3_graft(f); }},
+      {"qwen3moe", [](const File& f) { return test::qwen3moe_graft(f); }},
+      {"qwen2moe", [](const File& f) { return test::qwen2moe_graft(f); }},
+      {"mixtral", [](const File& f) { return test::mixtral_graft(f); }},
+      {"granitemoe", [](const File& f) { return test::granitemoe_graft(f); }},
+      {"olmoe", [](const File& f) { return test::olmoe_graft(f); }},
+      {"olmo2", [](const File& f) { return test::olmo2_graft(f); }},
+      {"phi3", [](const File& f) { return test::phi3_graft(f); }},
+      {"granite", [](const File& f) { return test::granite_graft(f); }},
+      {"mistral3", [](const File& f) { return test::mistral3_graft(f); }},
+      {"gemma", [](const File& f) { return test::gemma_graft(f); }},
+      {"gemma2", [](const File& f) { return test::gemma2_graft(f, test::kGemma2GraftWindow); }},
+      {"gemma3", [](const File& f) { return test::gemma3_graft(f, test::kGemma3GraftWindow); }},
+      {"llama3", [](const File& f) { return test::llama3_graft(f); }},
+      {"yarn", [](const File& f) { return test::yarn_graft(f); }},
+  };
+  return g;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  const std::string arch = argc == 4 ? argv[1] : "";
-  if (arch != "smollm3" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "granite" && arch != "mistral3" && arch != "gemma" && arch != "gemma2" &&
-      arch != "gemma3" && arch != "llama3" && arch != "yarn" && arch != "mixtral" && arch != "qwen3moe") {
-    std::fprintf(stderr, "usage: kvlab_arch_graft smollm3|qwen2|qwen3|phi3|granite|mistral3|gemma|gemma2|gemma3|llama3|yarn|mixtral|qwen3moe LLAMA.gguf OUT.gguf\n");
+  const auto graft = argc == 4 ? grafts().find(argv[1]) : grafts().end();
+  if (graft == grafts().end()) {
+    std::string names;
+    for (const auto& [name, make] : grafts()) names += (names.empty() ? "" : "|") + name;
+    std::fprintf(stderr, "usage: kvlab_arch_graft %s LLAMA.gguf OUT.gguf\n", names.c_str());
     return 2;
   }
   try {
-    const auto llama = kvlab::gguf::File::open(argv[2]);
-    if (arch == "smollm3") kvlab::test::smollm3_graft(llama).write(argv[3]);
-    else if (arch == "qwen2") kvlab::test::qwen2_graft(llama, kvlab::test::kQwen2GraftBias).write(argv[3]);
-    else if (arch == "qwen3") kvlab::test::qwen3_graft(llama).write(argv[3]);
-    else if (arch == "phi3") kvlab::test::phi3_graft(llama).write(argv[3]);
-    else if (arch == "granite") kvlab::test::granite_graft(llama).write(argv[3]);
-    else if (arch == "mistral3") kvlab::test::mistral3_graft(llama).write(argv[3]);
-    else if (arch == "gemma") kvlab::test::gemma_graft(llama).write(argv[3]);
-    else if (arch == "gemma2") kvlab::test::gemma2_graft(llama, kvlab::test::kGemma2GraftWindow).write(argv[3]);
-    else if (arch == "gemma3") kvlab::test::gemma3_graft(llama, kvlab::test::kGemma3GraftWindow).write(argv[3]);
-    else if (arch == "llama3") kvlab::test::llama3_graft(llama).write(argv[3]);
-    else if (arch == "mixtral") kvlab::test::mixtral_graft(llama).write(argv[3]);
-    else if (arch == "qwen3moe") kvlab::test::qwen3moe_graft(llama).write(argv[3]);
-    else kvlab::test::yarn_graft(llama).write(argv[3]);
+    graft->second(File::open(argv[2])).write(argv[3]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kvlab_arch_graft: %s\n", e.what());
     return 1;

@@ -2,6 +2,7 @@
 // engine issue lists, and every truncation of a small valid file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -311,6 +312,17 @@ std::string model_error(gguf::Writer& w) {
   return "";
 }
 
+// `g` rewritten without the metadata keys and tensors named in `drop`.
+gguf::Writer without(const File& g, const std::vector<std::string>& drop) {
+  auto dropped = [&](const std::string& name) { return std::find(drop.begin(), drop.end(), name) != drop.end(); };
+  gguf::Writer w;
+  for (const auto& [key, value] : g.metadata())
+    if (!dropped(key)) w.copy_value(key, value);
+  for (const gguf::TensorInfo& t : g.tensors())
+    if (!dropped(t.name)) w.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  return w;
+}
+
 TEST(GgufModel, TinyModelIsValid) {
   auto w = test::tiny_llama({});
   EXPECT_EQ(model_error(w), "");
@@ -325,7 +337,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, qwen3moe, phi3, granite, mistral3, gemma, gemma2, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, qwen3moe, qwen2moe, olmo2, olmoe, phi3, granite, granitemoe, mistral3, gemma, gemma2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
@@ -401,12 +413,8 @@ TEST(GgufModel, Gemma2KeysAndTensors) {
   gguf::Writer negative = test::gemma2_graft(f, 16, {-1.f, 5.f});
   EXPECT_EQ(model_error(negative), "m.gguf: attn_logit_softcapping must be >= 0");
   // A file without the keys gets llama.cpp's Gemma 2 defaults: window 4096, caps 50 and 30.
-  gguf::Writer bare;
-  for (const auto& [key, value] : g.metadata())
-    if (key != "gemma2.attention.sliding_window" && key != "gemma2.attn_logit_softcapping" &&
-        key != "gemma2.final_logit_softcapping")
-      bare.copy_value(key, value);
-  for (const gguf::TensorInfo& t : g.tensors()) bare.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  auto bare = without(g, {"gemma2.attention.sliding_window", "gemma2.attn_logit_softcapping",
+                           "gemma2.final_logit_softcapping"});
   const auto bare_bytes = bare.serialize();
   const model::Config d = model::load_config(File::parse(bare_bytes, "bare.gguf"));
   EXPECT_EQ(d.swa_window, 4096);
@@ -427,9 +435,7 @@ TEST(GgufModel, GraniteScalarsAndRefusedBiases) {
   EXPECT_EQ(c.attn_scale(), 0.25f);
   EXPECT_EQ(c.logit_scale, 2.f);
   // logit_scale is required (as in llama.cpp); the others default to unused.
-  gguf::Writer bare;
-  for (const auto& [key, value] : g.metadata())
-    if (key != "granite.logit_scale") bare.copy_value(key, value);
+  auto bare = without(g, {"granite.logit_scale"});
   EXPECT_EQ(model_error(bare), "m.gguf: missing required key 'granite.logit_scale'");
   auto negative = test::granite_graft(f, {1.5f, -0.8f, 0.25f, 2.f});
   EXPECT_EQ(model_error(negative), "m.gguf: key 'granite.residual_scale' must be in [0, 1e6)");
@@ -461,16 +467,42 @@ TEST(GgufModel, MixtureOfExpertsKeysAndTensors) {
   EXPECT_EQ(down3.data, g.find_tensor("blk.0.ffn_down_exps.weight")->data + 3 * down3.bytes());
   auto too_many = test::mixtral_graft(f, {.n_expert = 4, .n_expert_used = 5});
   EXPECT_EQ(model_error(too_many), "m.gguf: key 'llama.expert_used_count' = 5 is out of range 1..4");
-  gguf::Writer bare;  // experts' tensors without the keys
-  for (const auto& [key, value] : g.metadata())
-    if (key != "qwen3moe.expert_count") bare.copy_value(key, value);
-  for (const gguf::TensorInfo& t : g.tensors()) bare.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  auto bare = without(g, {"qwen3moe.expert_count"});  // experts' tensors without the keys
   EXPECT_EQ(model_error(bare), "m.gguf: missing required key 'qwen3moe.expert_count'");
-  gguf::Writer no_router;
-  for (const auto& [key, value] : g.metadata()) no_router.copy_value(key, value);
-  for (const gguf::TensorInfo& t : g.tensors())
-    if (t.name != "blk.0.ffn_gate_inp.weight") no_router.add_tensor(t.name, t.dims, t.dtype, {t.data, size_t(t.n_bytes)});
+  auto no_router = without(g, {"blk.0.ffn_gate_inp.weight"});
   EXPECT_EQ(model_error(no_router), "m.gguf: missing required tensor 'blk.0.ffn_gate_inp.weight'");
+}
+
+// qwen2moe's shared expert: its width from expert_shared_feed_forward_length
+// (n_ff without the key), its sigmoid gate required; olmo2's norms.
+TEST(GgufModel, SharedExpertAndOlmo2Norms) {
+  const auto llama = test::tiny_llama({}).serialize();
+  const File f = File::parse(llama, "tiny.gguf");
+  auto ok = test::qwen2moe_graft(f);
+  EXPECT_EQ(model_error(ok), "");
+  const auto bytes = ok.serialize();
+  const File g = File::parse(bytes, "m.gguf");
+  const model::Config c = model::load_config(g);
+  EXPECT_TRUE(c.shared_expert_gated && c.qkv_bias);
+  EXPECT_FALSE(c.expert_weights_norm);
+  EXPECT_EQ(c.n_ff_shexp, c.n_ff);
+  const model::Weights w = model::bind_weights(g, c);
+  EXPECT_EQ(w.layers[1].shared.down.cols, size_t(c.n_ff));
+  EXPECT_EQ(w.layers[1].shared_gate.size(), size_t(c.n_embd));
+  auto ungated = without(g, {"blk.1.ffn_gate_inp_shexp.weight"});
+  EXPECT_EQ(model_error(ungated), "m.gguf: missing required tensor 'blk.1.ffn_gate_inp_shexp.weight'");
+
+  auto olmo2 = test::olmo2_graft(f);
+  EXPECT_EQ(model_error(olmo2), "");
+  const auto olmo2_bytes = olmo2.serialize();
+  const File o = File::parse(olmo2_bytes, "m.gguf");
+  const model::Config oc = model::load_config(o);
+  EXPECT_TRUE(oc.qk_norm && oc.qk_norm_whole && oc.post_norms);
+  EXPECT_FALSE(oc.input_norms);
+  const model::Weights ow = model::bind_weights(o, oc);
+  EXPECT_TRUE(ow.layers[0].attn_norm.empty() && ow.layers[0].ffn_norm.empty());
+  EXPECT_EQ(ow.layers[0].q_norm.size(), size_t(oc.q_dim()));
+  EXPECT_EQ(ow.layers[0].k_norm.size(), size_t(oc.kv_dim()));
 }
 
 TEST(GgufModel, Gemma3KeysAndTensors) {

@@ -431,6 +431,23 @@ TEST(PerfModels, HfMixtureOfExpertsConfigsMatchTheCatalogEntries) {
   EXPECT_FALSE(parse_hf_config(dense, "c.json").is_moe());
 }
 
+// Qwen1.5-MoE-A2.7B: 60 experts of 1408, 4 per token, and a gated shared
+// expert of 5632 every token runs: 14.3 B parameters, 2.7 B active.
+TEST(PerfModels, HfSharedExpertConfig) {
+  const model::Config c = parse_hf_config(R"({
+    "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
+    "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936,
+    "norm_topk_prob": false, "decoder_sparse_step": 1, "mlp_only_layers": [], "tie_word_embeddings": false})",
+                                          "config.json");
+  EXPECT_EQ(c.arch, "qwen2moe");
+  EXPECT_TRUE(c.qkv_bias && c.shared_expert_gated);
+  EXPECT_FALSE(c.expert_weights_norm);
+  EXPECT_EQ(c.n_ff_shexp, 5632);
+  EXPECT_NEAR(param_count(c).total() / 14.3e9, 1.0, 0.01);
+  EXPECT_NEAR(param_count(c).active() / 2.69e9, 1.0, 0.01);
+}
+
 TEST(PerfModels, HfMixtureOfExpertsErrorsNameTheField) {
   auto error = [](const char* json, std::string_view from, std::string_view to) {
     return error_of([&] { parse_hf_config(edited(json, from, to), "c.json"); });

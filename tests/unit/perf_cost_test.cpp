@@ -193,6 +193,34 @@ TEST(PerfCost, MixtureOfExpertsByHand) {
   EXPECT_DOUBLE_EQ(dense.active(), dense.total());
 }
 
+// A gated shared expert of 5 (qwen2moe) runs for every token: its weights
+// are read whatever the routing, and its gate is one more row beside the
+// router's 4.
+TEST(PerfCost, SharedExpertByHand) {
+  model::Config c = hand_moe();
+  c.n_ff_shexp = 5;
+  c.shared_expert_gated = true;
+  const model::Config plain = hand_moe();
+  const Cost three = forward_cost(c, pass(3, 2)), before = forward_cost(plain, pass(3, 2));
+  EXPECT_DOUBLE_EQ(three[Op::Up].flops - before[Op::Up].flops, 2 * (2.0 * 3 * 8 * 5));
+  EXPECT_DOUBLE_EQ(three[Op::Up].weight_bytes - before[Op::Up].weight_bytes, 2 * (8.0 * 5));
+  EXPECT_DOUBLE_EQ(three[Op::Gate].flops - before[Op::Gate].flops, 2 * (2.0 * 3 * 8 * (5 + 1)));
+  EXPECT_DOUBLE_EQ(param_count(c).layers - param_count(plain).layers, 2 * (3.0 * 8 * 5 + 8));
+  EXPECT_DOUBLE_EQ(param_count(c).idle_experts, param_count(plain).idle_experts);  // never skipped
+  EXPECT_DOUBLE_EQ(matmul_rows(c) - matmul_rows(plain), 2 * (2.0 * 5 + 1));
+}
+
+// olmo2: no norms before attention and the FFN; QK-norm gains over all of
+// Q (q_dim) and all of K (kv_dim).
+TEST(PerfCost, Olmo2NormsByHand) {
+  model::Config c = hand_config();
+  c.input_norms = false;
+  c.qk_norm = c.qk_norm_whole = true;
+  const double L = c.n_layer;
+  EXPECT_DOUBLE_EQ(param_count(c).norms, L * (c.q_dim() + c.kv_dim()) + c.n_embd);
+  EXPECT_DOUBLE_EQ(forward_cost(c, pass(3, 2))[Op::FfnNorm].flops, 0.0);
+}
+
 // Mixtral-8x7B: a decode step reads 2 of each layer's 8 experts, a
 // 512-token prefill all of them (1 - 0.75^512 rounds to 1), and its FLOPs
 // follow the 2 experts a token runs, not the 8 it could.

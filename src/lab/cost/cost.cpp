@@ -58,6 +58,10 @@ double experts_read(const model::Config& c, double tokens) {
   return std::min(n, n * (1.0 - std::pow(1.0 - k / n, tokens)));
 }
 
+// The rows a MoE layer's routing multiplies by: the router's, and the
+// shared expert's sigmoid gate where it has one; 0 when dense.
+double router_rows(const model::Config& c) { return c.n_expert + (c.shared_expert_gated ? 1.0 : 0.0); }
+
 OpCost rmsnorm(double rows, double width, const Pass& p) {
   return {kNormFlops * rows * width, width * kNormGainBytes, 0.0, 2.0 * rows * width * p.act_bytes};
 }
@@ -163,8 +167,10 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
   // gemma3's extra norms are counted with the block's own: QK-norm of every
   // Q and K head and the attention post-norm with AttnNorm, the FFN post-norm
   // with FfnNorm.
-  OpCost attn_norm = rmsnorm(rows, d, p), ffn_norm = attn_norm;
-  if (c.qk_norm) attn_norm = plus(attn_norm, rmsnorm(rows * (nh + nkv), hd, p));
+  // olmo2 has no input norms; its (and olmoe's) QK-norm spans all of Q and K.
+  OpCost attn_norm = c.input_norms ? rmsnorm(rows, d, p) : OpCost{}, ffn_norm = attn_norm;
+  if (c.qk_norm && c.qk_norm_whole) attn_norm = plus(attn_norm, plus(rmsnorm(rows, qd, p), rmsnorm(rows, kvd, p)));
+  else if (c.qk_norm) attn_norm = plus(attn_norm, rmsnorm(rows * (nh + nkv), hd, p));
   if (c.post_norms) attn_norm = plus(attn_norm, rmsnorm(rows, d, p)), ffn_norm = plus(ffn_norm, rmsnorm(rows, d, p));
   set(Op::AttnNorm, times(attn_norm, L));
   set(Op::Q, times(matmul_bias(rows, d, qd, c.qkv_bias, p), L));
@@ -196,9 +202,12 @@ Cost forward_cost(const model::Config& c, const Pass& p) {
   // The router's logits are counted with the gate, which shares its input;
   // its softmax and top-k, and the weighted sum of the k experts' outputs
   // (2·k·d per token, 2e-5 of Mixtral's expert FLOPs), are left out.
-  const double ff = ffn_hidden_per_token(c), ff_read = c.is_moe() ? experts_read(c, rows) * c.n_ff_exp : ff;
+  // A shared expert runs for every token, as a dense FFN does; its sigmoid
+  // gate's one row per token counts with the router's.
+  const double ff = ffn_hidden_per_token(c);
+  const double ff_read = c.is_moe() ? experts_read(c, rows) * c.n_ff_exp + c.n_ff_shexp : ff;
   OpCost gate = matmul_reading(rows, d, ff, d * ff_read, p);
-  if (c.is_moe()) gate = plus(gate, matmul(rows, d, c.n_expert, p));
+  if (c.is_moe()) gate = plus(gate, matmul(rows, d, router_rows(c), p));
   set(Op::Gate, times(gate, L));
   set(Op::Up, times(matmul_reading(rows, d, ff, d * ff_read, p), L));
   const double act_flops = c.ffn_act == model::FfnAct::GeluTanh ? kGeluMulFlops : kSiluMulFlops;
@@ -216,29 +225,31 @@ ParamCount param_count(const model::Config& c) {
   const double d = c.n_embd, qd = c.q_dim(), kvd = c.kv_dim();
   // A layer's gate, up and down: one FFN of n_ff, or n_expert of n_ff_exp
   // and the router (n_expert x d).
+  // A shared expert (n_ff_shexp) and its gate (one row) where there is one.
   const double expert = 3.0 * d * c.n_ff_exp;
-  const double ffn = c.is_moe() ? c.n_expert * expert + d * c.n_expert : 3.0 * d * c.n_ff;
+  const double shared = 3.0 * d * c.n_ff_shexp + (c.shared_expert_gated ? d : 0.0);
+  const double ffn = c.is_moe() ? c.n_expert * expert + d * c.n_expert + shared : 3.0 * d * c.n_ff;
   ParamCount n;
   n.embedding = double(c.n_vocab) * d;
   n.lm_head = c.tied_embeddings ? 0.0 : double(c.n_vocab) * d;
   n.layers = double(c.n_layer) * (d * qd + 2.0 * d * kvd + qd * d + ffn);
   n.idle_experts = double(c.n_layer) * double(c.n_expert - c.n_expert_used) * expert;
-  n.norms = double(c.n_layer) * 2.0 * d + d;
+  n.norms = (c.input_norms ? double(c.n_layer) * 2.0 * d : 0.0) + d;
   n.biases = c.qkv_bias ? double(c.n_layer) * (qd + 2.0 * kvd) : 0.0;
-  if (c.qk_norm) n.norms += double(c.n_layer) * 2.0 * double(c.head_dim);
+  if (c.qk_norm) n.norms += double(c.n_layer) * (c.qk_norm_whole ? qd + kvd : 2.0 * double(c.head_dim));
   if (c.post_norms) n.norms += double(c.n_layer) * 2.0 * d;
   return n;
 }
 
 double ffn_hidden_per_token(const model::Config& c) {
-  return c.is_moe() ? double(c.n_expert_used) * c.n_ff_exp : double(c.n_ff);
+  return c.is_moe() ? double(c.n_expert_used) * c.n_ff_exp + c.n_ff_shexp : double(c.n_ff);
 }
 
 std::array<MatmulJob, 5> matmul_jobs(const model::Config& c) {
   const double L = c.n_layer, d = c.n_embd, ff = ffn_hidden_per_token(c), qd = c.q_dim(), kvd = c.kv_dim();
   return {{{{Op::Q, Op::K, Op::V}, 3, L * (qd + 2.0 * kvd), L, d},
            {{Op::O}, 1, L * d, L, qd},
-           {{Op::Gate, Op::Up}, 2, L * (2.0 * ff + c.n_expert), L, d},
+           {{Op::Gate, Op::Up}, 2, L * (2.0 * ff + router_rows(c)), L, d},
            {{Op::Down}, 1, L * d, L, ff},
            {{Op::LmHead}, 1, double(c.n_vocab), 1.0, d}}};
 }

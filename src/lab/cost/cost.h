@@ -106,7 +106,7 @@ struct ParamCount {
 ParamCount param_count(const model::Config& c);
 
 // The FFN hidden units one token runs through: n_ff, or in a mixture of
-// experts its n_expert_used experts' n_ff_exp each.
+// experts its n_expert_used experts' n_ff_exp each and the shared expert's.
 double ffn_hidden_per_token(const model::Config& c);
 
 // The matmul jobs of a pass as the engine runs them, each paying a fixed

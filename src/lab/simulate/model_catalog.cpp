@@ -152,20 +152,31 @@ bool optional_bool(const json& j, std::string_view origin, const char* key, bool
 }
 
 // HF's model_type where kvlab's architecture (GGUF's general.architecture)
-// is named otherwise: gemma3's text model, Mixtral (llama with experts) and
-// Qwen3-MoE.
+// is named otherwise: gemma3's text model, Mixtral (llama with experts),
+// Qwen's and Granite's mixtures of experts.
 std::string arch_of(const std::string& model_type) {
   if (model_type == "gemma3_text") return "gemma3";
   if (model_type == "mixtral") return "llama";
   if (model_type == "qwen3_moe") return "qwen3moe";
+  if (model_type == "qwen2_moe") return "qwen2moe";
+  if (model_type == "granitemoeshared") return "granitemoe";
   return model_type;
+}
+
+// A shared expert's width: Qwen2-MoE's shared_expert_intermediate_size
+// (gated, as the qwen2moe traits say), GraniteMoeShared's
+// shared_intermediate_size.
+void read_hf_shared_expert(const json& j, std::string_view origin, Config& c) {
+  for (const char* key : {"shared_expert_intermediate_size", "shared_intermediate_size"})
+    if (present(j, key) && j[key] != 0) c.n_ff_shexp = required_int(j, origin, key);
 }
 
 // The experts of a MoE config.json, if it has any: num_local_experts
 // (Mixtral) or num_experts (Qwen; absent or 0: dense), num_experts_per_tok,
 // and each expert's width, moe_intermediate_size, else intermediate_size
 // (Mixtral's is the expert's). norm_topk_prob defaults as the HF models do:
-// Mixtral always renormalises the picked weights, Qwen only when told.
+// Mixtral and Granite always renormalise the picked weights, Qwen and
+// OLMoE only when told.
 // Qwen's decoder_sparse_step and mlp_only_layers make some layers dense,
 // which kvlab does not model: only their defaults (1, []) are accepted.
 void read_hf_experts(const json& j, std::string_view origin, const std::string& model_type, Config& c) {
@@ -177,7 +188,9 @@ void read_hf_experts(const json& j, std::string_view origin, const std::string& 
     field_error(origin, "num_experts_per_tok",
                 "must not exceed " + std::string(count) + " (" + std::to_string(c.n_expert) + ")");
   c.n_ff_exp = present(j, "moe_intermediate_size") ? required_int(j, origin, "moe_intermediate_size") : c.n_ff;
-  c.expert_weights_norm = optional_bool(j, origin, "norm_topk_prob", model_type == "mixtral");
+  const bool renormalises = model_type == "mixtral" || model_type.starts_with("granitemoe");
+  c.expert_weights_norm = optional_bool(j, origin, "norm_topk_prob", renormalises);
+  read_hf_shared_expert(j, origin, c);
   if (present(j, "decoder_sparse_step") && j["decoder_sparse_step"] != 1)
     field_error(origin, "decoder_sparse_step", "must be 1: dense layers between the experts' are not modelled");
   if (present(j, "mlp_only_layers") && j["mlp_only_layers"] != json::array())
@@ -219,8 +232,11 @@ std::string describe_params(const Config& c) {
 
 std::string describe_ffn(const Config& c) {
   if (!c.is_moe()) return std::to_string(c.n_ff);
-  return std::to_string(c.n_expert) + " experts of " + std::to_string(c.n_ff_exp) + ", " +
-         std::to_string(c.n_expert_used) + " per token";
+  std::string s = std::to_string(c.n_expert) + " experts of " + std::to_string(c.n_ff_exp) + ", " +
+                  std::to_string(c.n_expert_used) + " per token" + (c.expert_weights_norm ? " (renormalised)" : "");
+  if (c.n_ff_shexp > 0)
+    s += std::string(", and a") + (c.shared_expert_gated ? " gated" : "") + " shared one of " + std::to_string(c.n_ff_shexp);
+  return s;
 }
 
 Config parse_hf_config(std::string_view json_text, std::string_view origin) {
