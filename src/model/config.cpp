@@ -56,6 +56,9 @@ struct ArchSpec {
 // gemma3 adds QK-norm, post-attention and post-FFN norms, embeddings scaled by
 // sqrt(n_embd), GeGLU, and five local (sliding-window, RoPE base 10000)
 // layers for each global one (llama.cpp: LLM_ARCH_GEMMA3, swa pattern 6).
+// ernie4_5 (ERNIE 4.5's dense models) is llama's block under its own name
+// (LLM_ARCH_ERNIE4_5; an attention output bias, which some files carry, is
+// refused as for llama).
 // smollm3 is llama with no RoPE in every fourth layer (layers 3, 7, ...:
 // llama.cpp's n_no_rope_layer_step, fixed at 4, no GGUF key).
 // phi3 is llama with RoPE over head halves (NEOX), the gate and up
@@ -90,6 +93,7 @@ struct ArchSpec {
 constexpr std::array kArchs = {
     ArchSpec{.name = "llama", .experts = Experts::Optional},
     ArchSpec{.name = "smollm3", .no_rope_step = 4},
+    ArchSpec{.name = "ernie4_5"},
     ArchSpec{.name = "qwen2", .rope_order = RopeOrder::NeoX, .qkv_bias = true},
     ArchSpec{.name = "qwen3", .rope_order = RopeOrder::NeoX, .qk_norm = true},
     ArchSpec{.name = "qwen3moe", .rope_order = RopeOrder::NeoX, .qk_norm = true, .experts = Experts::Required,

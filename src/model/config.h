@@ -134,7 +134,7 @@ namespace kvlab::model {
 bool apply_arch_traits(Config& c);
 
 // Reads and validates the Config of a GGUF model: "{arch}.*" keys for the
-// architectures kvlab runs (llama, smollm3, qwen2, qwen3, qwen3moe, qwen2moe, olmo2, olmoe, phi3, granite, granitemoe, mistral3, gemma, gemma2, gemma3; the table in config.cpp is
+// architectures kvlab runs (llama, smollm3, ernie4_5, qwen2, qwen3, qwen3moe, qwen2moe, olmo2, olmoe, phi3, granite, granitemoe, mistral3, gemma, gemma2, gemma3; the table in config.cpp is
 // where further llama-like ones are added). Throws kvlab::Error naming the file and the key.
 Config load_config(const gguf::File& file);
 // Same, opening the file (metadata only; tensor data is mapped, not read).

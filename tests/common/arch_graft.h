@@ -23,6 +23,8 @@
 //  - gemma2_graft is gemma3's without QK-norm and without the extra layer
 //    (gemma2 alternates local and global layers, starting with a local one),
 //    with soft caps on the attention scores and the logits.
+//  - ernie4_5_graft is the llama model under ernie4_5's name, the same
+//    network.
 //  - smollm3_graft is the llama model under smollm3's name, which makes its
 //    layer 3 (of 0-4) a NoPE layer: another network, that llama.cpp runs.
 //  - phi3_graft packs Q, K and V into one attn_qkv and gate and up into one
@@ -230,6 +232,12 @@ inline gguf::Writer qwen2_graft(const gguf::File& llama, float bias_scale, bool 
 inline gguf::Writer smollm3_graft(const gguf::File& llama) {
   graft_detail::head_dim_of(llama);  // a llama model
   return graft_detail::renamed(llama, "smollm3");
+}
+
+// ERNIE 4.5's dense architecture is llama's block: the llama model renamed.
+inline gguf::Writer ernie4_5_graft(const gguf::File& llama) {
+  graft_detail::head_dim_of(llama);  // a llama model
+  return graft_detail::renamed(llama, "ernie4_5");
 }
 
 inline gguf::Writer qwen3_graft(const gguf::File& llama) {

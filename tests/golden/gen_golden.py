@@ -22,11 +22,11 @@ The architecture graft fixtures run on grafts of
 stories260K (tests/common/arch_graft.h), which the test build makes; their
 tokenizer is stories260K's (see tests/golden/README.md):
 
-    for a in smollm3 qwen2 qwen3 qwen2moe qwen3moe mixtral granitemoe olmoe olmo2 phi3 granite mistral3 gemma gemma2 gemma3 llama3 yarn; do
+    for a in smollm3 ernie4_5 qwen2 qwen3 qwen2moe qwen3moe mixtral granitemoe olmoe olmo2 phi3 granite mistral3 gemma gemma2 gemma3 llama3 yarn; do
       build/tests/kvlab_arch_graft $a tests/models/stories260K.gguf /tmp/stories260K-$a.gguf
     done
     ~/.cache/kvlab/oracle-venv/bin/python tests/golden/gen_golden.py --generate-only \
-        /tmp/stories260K-{smollm3,qwen2,qwen3,qwen2moe,qwen3moe,mixtral,granitemoe,olmoe,olmo2,phi3,granite,mistral3,gemma,gemma2,gemma3,llama3,yarn}.gguf
+        /tmp/stories260K-{smollm3,ernie4_5,qwen2,qwen3,qwen2moe,qwen3moe,mixtral,granitemoe,olmoe,olmo2,phi3,granite,mistral3,gemma,gemma2,gemma3,llama3,yarn}.gguf
 
 Only the low-level llama.cpp C API (via llama_cpp's ctypes bindings) is used:
 no sampler chain, no repetition penalty, no top-k/top-p; 1 thread, n_ctx 512,

@@ -206,6 +206,11 @@ TEST(GoldenGeneration, SmolLM3GraftMatchesLlamaCppExactly) {
   check_graft("stories260K-smollm3", test::smollm3_graft(gguf::File::open(test::kStories)));
 }
 
+// ernie4_5: llama's block under ERNIE 4.5's name, as llama.cpp runs it.
+TEST(GoldenGeneration, Ernie4_5GraftMatchesLlamaCppExactly) {
+  check_graft("stories260K-ernie4_5", test::ernie4_5_graft(gguf::File::open(test::kStories)));
+}
+
 // qwen2: Q/K/V biases and NeoX RoPE.
 TEST(GoldenGeneration, Qwen2GraftMatchesLlamaCppExactly) {
   check_graft("stories260K-qwen2", test::qwen2_graft(gguf::File::open(test::kStories), test::kQwen2GraftBias));

@@ -22,6 +22,7 @@ namespace test = kvlab::test;
 const std::map<std::string, std::function<Writer(const File&)>>& grafts() {
   static const std::map<std::string, std::function<Writer(const File&)>> g = {
       {"smollm3", [](const File& f) { return test::smollm3_graft(f); }},
+      {"ernie4_5", [](const File& f) { return test::ernie4_5_graft(f); }},
       {"qwen2", [](const File& f) { return test::qwen2_graft(f, test::kQwen2GraftBias); }},
       {"qwen3", [](const File& f) { return test::qwen3_graft(f); }},
       {"qwen3moe", [](const File& f) { return test::qwen3moe_graft(f); }},

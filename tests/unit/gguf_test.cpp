@@ -337,7 +337,7 @@ TEST(GgufModel, MissingRequiredKey) {
 TEST(GgufModel, UnsupportedArchitecture) {
   gguf::Writer w;
   w.set_string("general.architecture", "mamba");
-  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, qwen2, qwen3, qwen3moe, qwen2moe, olmo2, olmoe, phi3, granite, granitemoe, mistral3, gemma, gemma2, gemma3)");
+  EXPECT_EQ(model_error(w), "m.gguf: unsupported architecture 'mamba' (supported: llama, smollm3, ernie4_5, qwen2, qwen3, qwen3moe, qwen2moe, olmo2, olmoe, phi3, granite, granitemoe, mistral3, gemma, gemma2, gemma3)");
 }
 
 TEST(GgufModel, MissingTensor) {
