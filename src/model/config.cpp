@@ -209,8 +209,11 @@ void read_experts(const gguf::File& f, const std::string& p, const ArchSpec& spe
   }
   if (!count) throw Error(f.path() + ": missing required key '" + p + "expert_count'");
   c.n_expert = positive(f, p + "expert_count", *count, 1024);
+  // Models pick 1 to 10 experts per token; the bound keeps a pass's
+  // per-pick buffers (Workspace::expert_sum) in proportion to the model.
+  constexpr int kMaxExpertsPerToken = 32;
   const std::string used = p + "expert_used_count";
-  c.n_expert_used = positive(f, used, f.require_int(used), c.n_expert);
+  c.n_expert_used = positive(f, used, f.require_int(used), std::min(c.n_expert, kMaxExpertsPerToken));
   const std::string width = p + "expert_feed_forward_length";
   const int fallback = spec.experts_split_n_ff ? c.n_ff / c.n_expert_used : c.n_ff;
   c.n_ff_exp = f.get_int(width) ? positive(f, width, *f.get_int(width), 1 << 20) : std::max(1, fallback);

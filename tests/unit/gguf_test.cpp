@@ -467,6 +467,8 @@ TEST(GgufModel, MixtureOfExpertsKeysAndTensors) {
   EXPECT_EQ(down3.data, g.find_tensor("blk.0.ffn_down_exps.weight")->data + 3 * down3.bytes());
   auto too_many = test::mixtral_graft(f, {.n_expert = 4, .n_expert_used = 5});
   EXPECT_EQ(model_error(too_many), "m.gguf: key 'llama.expert_used_count' = 5 is out of range 1..4");
+  auto beyond_bound = test::mixtral_graft(f, {.n_expert = 40, .n_expert_used = 33});
+  EXPECT_EQ(model_error(beyond_bound), "m.gguf: key 'llama.expert_used_count' = 33 is out of range 1..32");
   auto bare = without(g, {"qwen3moe.expert_count"});  // experts' tensors without the keys
   EXPECT_EQ(model_error(bare), "m.gguf: missing required key 'qwen3moe.expert_count'");
   auto no_router = without(g, {"blk.0.ffn_gate_inp.weight"});
